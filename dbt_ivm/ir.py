@@ -1,0 +1,172 @@
+"""The frozen view IR that `analyze` produces and every refresh algorithm reads.
+
+sqlglot expressions inside the IR are never mutated: renderers copy them first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Union
+
+from sqlglot import exp
+
+HIDDEN_PREFIX = "__ivm_"
+COUNT_COLUMN = f"{HIDDEN_PREFIX}count"
+DELTA_COLUMN = f"{HIDDEN_PREFIX}d"
+RID_COLUMN = f"{HIDDEN_PREFIX}rid"
+
+
+def rid_column(index: int) -> str:
+    """Name of the hidden column that stores source occurrence `index`'s row identity."""
+    return f"{RID_COLUMN}_{index}"
+
+
+def is_hidden(name: str) -> bool:
+    return name.lower().startswith(HIDDEN_PREFIX)
+
+
+class ViewClass(str, Enum):
+    SINGLE_SOURCE = "single-source"
+    INNER_JOIN = "inner-join"
+    OUTER_JOIN = "outer-join"
+    AGGREGATE = "aggregate"
+    AGGREGATE_JOIN = "aggregate-over-join"
+
+
+class Side(str, Enum):
+    """Nica's PSNS annotation of a relation within the join tree."""
+
+    PRESERVED = "preserved"
+    NULL_SUPPLIED = "null-supplied"
+    BOTH = "preserved+null-supplied"  # a side of a full outer join
+
+
+@dataclass(frozen=True)
+class TableName:
+    db: str | None
+    name: str
+    catalog: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Lower-cased dotted name: the key of watermarks and schemas."""
+        return ".".join(p.lower() for p in (self.catalog, self.db, self.name) if p)
+
+    def to_table(self) -> exp.Table:
+        return exp.Table(
+            this=exp.to_identifier(self.name, quoted=True),
+            db=exp.to_identifier(self.db, quoted=True) if self.db else None,
+            catalog=exp.to_identifier(self.catalog, quoted=True) if self.catalog else None,
+        )
+
+    def sql(self) -> str:
+        return self.to_table().sql(dialect="spark")
+
+    def __str__(self) -> str:
+        return ".".join(p for p in (self.catalog, self.db, self.name) if p)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One occurrence of a table in the view: a self-join gives two."""
+
+    index: int
+    alias: str
+    table: TableName
+    columns: tuple[tuple[str, str], ...]  # the columns the view uses: (name, Spark type)
+    side: Side = Side.PRESERVED
+
+    @property
+    def rid(self) -> str:
+        return rid_column(self.index)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    source: int
+
+
+@dataclass(frozen=True)
+class InnerGroup:
+    """An n-ary inner join (Nica's normalized form) with its ON predicates."""
+
+    children: tuple["JoinNode", ...]
+    predicates: tuple[exp.Expression, ...] = ()
+
+
+@dataclass(frozen=True)
+class OuterJoin:
+    """A left (or full) outer join: `preserved` keeps its rows, `null_supplied` is padded."""
+
+    kind: str  # "left" | "full"
+    preserved: "JoinNode"
+    null_supplied: "JoinNode"
+    on: exp.Expression
+    null_intolerant: bool = True  # the ON predicate rejects an all-NULL null-supplied row
+
+
+JoinNode = Union[Leaf, InnerGroup, OuterJoin]
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    name: str
+    expression: exp.Expression
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate call of the select list, with the hidden helpers it needs."""
+
+    func: str  # count_star | count | sum | avg | min | max
+    argument: exp.Expression | None
+    output: str
+    helpers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HiddenColumn:
+    name: str
+    role: str  # what it holds, for explain and docs
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    """Everything about a view that a build or a refresh needs, decided once."""
+
+    view_class: ViewClass
+    query: exp.Select  # normalized: qualified, stars expanded, CTEs/subqueries merged
+    sources: tuple[Source, ...]
+    tree: JoinNode
+    where: exp.Expression | None
+    outputs: tuple[OutputColumn, ...]
+    group_by: tuple[exp.Expression, ...] = ()
+    aggregates: tuple[Aggregate, ...] = ()
+    having: exp.Expression | None = None
+    distinct: bool = False
+    hidden: tuple[HiddenColumn, ...] = field(default=())
+
+    @property
+    def tables(self) -> tuple[TableName, ...]:
+        """Distinct source tables, in first-occurrence order."""
+        seen: dict[str, TableName] = {}
+        for s in self.sources:
+            seen.setdefault(s.table.key, s.table)
+        return tuple(seen.values())
+
+    @property
+    def normalized_sql(self) -> str:
+        return self.query.sql(dialect="spark")
+
+    @property
+    def definition_hash(self) -> str:
+        """Changes when the view's meaning or the types of the columns it reads change."""
+        payload = {
+            "sql": self.normalized_sql,
+            "columns": [[s.table.key, list(map(list, s.columns))] for s in self.sources],
+            "class": self.view_class.value,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

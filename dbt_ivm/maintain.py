@@ -1,0 +1,339 @@
+"""Drive a build or a refresh through anything that runs SQL (dbt's connection, a SparkSession).
+
+The order of a refresh:
+  1. inspect every source (Delta? change data feed on?) and pin its current version;
+  2. analyze the model SQL into a plan (refusals happen here, before any write);
+  3. read the watermark from the backing table's history;
+  4. evaluate the net change set once (CACHE TABLE) from the change feeds;
+  5. apply it in ONE commit (MERGE, or INSERT when every changed identity is new)
+     that records the pinned versions as the new watermark.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dbt_ivm import render
+from dbt_ivm.analyze import analyze, source_tables
+from dbt_ivm.errors import IvmError, SourceError, StateError
+from dbt_ivm.ir import TableName, ViewPlan
+from dbt_ivm.metadata import (
+    FORMAT_VERSION,
+    PROP_COLUMNS,
+    PROP_DEFINITION,
+    PROP_DEFINITION_HASH,
+    PROP_FORMAT,
+    PROP_VIEW_CLASS,
+    Watermark,
+    latest_watermark,
+)
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+BACKING_SUFFIX = "__ivm"
+# Session-wide confs (the commit metadata) must not interleave between threads sharing a session.
+COMMIT_LOCK = threading.Lock()
+
+LOST_HISTORY = re.compile(
+    r"DELTA_MISSING_CHANGE_DATA|DELTA_UNSUPPORTED_TIME_TRAVEL|DELTA_CDC_START_VERSION_AFTER_LATEST|"
+    r"DELTA_INVALID_CDC_RANGE|FileNotFoundException|DELTA_FILE_NOT_FOUND|"
+    r"DELTA_TIME_TRAVEL|VersionNotFoundException|DELTA_CHANGE_DATA_FEED_NOT_ENABLED",
+    re.IGNORECASE,
+)
+
+
+class Database(Protocol):
+    def execute(self, sql: str) -> None: ...
+
+    def query(self, sql: str) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    table: TableName
+    columns: dict[str, str]
+    provider: str
+    kind: str
+    properties: dict[str, str]
+
+    @property
+    def change_data_feed(self) -> bool:
+        return self.properties.get("delta.enableChangeDataFeed", "").lower() == "true"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: str  # built | refreshed | no changes
+    message: str
+    inserted: int = 0
+    deleted: int = 0
+    versions: Mapping[str, int] = field(default_factory=dict)
+    statements: tuple[str, ...] = ()
+
+
+def backing_table(view: TableName) -> TableName:
+    return TableName(view.db, view.name + BACKING_SUFFIX, view.catalog)
+
+
+def parse_describe_extended(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """(columns, details) from DESCRIBE TABLE EXTENDED rows."""
+    columns: dict[str, str] = {}
+    details: dict[str, str] = {}
+    in_columns = True
+    for row in rows:
+        name, dtype = (row.get("col_name") or "").strip(), (row.get("data_type") or "").strip()
+        if not name or name.startswith("#"):
+            in_columns = False
+            continue
+        if in_columns:
+            columns[name] = dtype
+        else:
+            details[name] = dtype
+    return columns, details
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """'[a=1,b=2]' (DESCRIBE EXTENDED's Table Properties) -> {'a': '1', 'b': '2'}."""
+    text = text.strip().strip("[]")
+    out = {}
+    for part in re.split(r",(?=[^,=]+=)", text):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def describe_source(db: Database, table: TableName) -> SourceInfo:
+    try:
+        rows = db.query(f"DESCRIBE TABLE EXTENDED {table.sql()}")
+    except Exception as e:  # noqa: BLE001 - the database's own error type varies by connection
+        raise SourceError(f"source {table} cannot be read ({_first_line(e)}); create it before building") from e
+    columns, details = parse_describe_extended(rows)
+    return SourceInfo(
+        table=table,
+        columns=columns,
+        provider=details.get("Provider", "").lower(),
+        kind=details.get("Type", "").upper(),
+        properties=parse_properties(details.get("Table Properties", "")),
+    )
+
+
+def check_source(info: SourceInfo) -> None:
+    t = info.table
+    if info.kind == "VIEW":
+        raise SourceError(f"source {t} is a view; fast_mv reads Delta change data feeds: "
+                          f"select from the Delta tables behind it, or use materialized='table'")
+    if info.provider != "delta":
+        raise SourceError(f"source {t} is a {info.provider or 'non-Delta'} table, not Delta; "
+                          f"convert it (CONVERT TO DELTA {t.sql()}) or use materialized='table'")
+    if not info.change_data_feed:
+        raise SourceError(f"source {t} has no change data feed; run: ALTER TABLE {t.sql()} "
+                          f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+
+
+def current_version(db: Database, table: TableName) -> int:
+    rows = db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT 1")
+    return int(rows[0]["version"])
+
+
+def table_exists(db: Database, table: TableName) -> bool:
+    rows = db.query(f"SHOW TABLES IN {render.sql(render.ident(table.db or 'default'))} LIKE '{_like(table.name)}'")
+    return any((r.get("tableName") or "").lower() == table.name.lower() for r in rows)
+
+
+def _like(name: str) -> str:
+    # SHOW TABLES LIKE takes a pattern where * is the wildcard; names are matched case-insensitively.
+    return re.sub(r"[^A-Za-z0-9_]", "*", name)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:400]
+    return type(e).__name__
+
+
+def view_properties(db: Database, backing: TableName) -> dict[str, str]:
+    rows = db.query(f"SHOW TBLPROPERTIES {backing.sql()}")
+    return {r["key"]: r["value"] for r in rows}
+
+
+def read_watermark(db: Database, backing: TableName) -> Watermark | None:
+    rows = db.query(f"DESCRIBE HISTORY {backing.sql()} LIMIT 20")
+    mark = latest_watermark(rows)
+    if mark is None and len(rows) == 20:
+        mark = latest_watermark(db.query(f"DESCRIBE HISTORY {backing.sql()}"))
+    return mark
+
+
+@contextmanager
+def commit_metadata(db: Database, mark: Watermark) -> Iterator[None]:
+    """Record `mark` in the next commit; serialized because the conf is session-wide."""
+    with COMMIT_LOCK:
+        db.execute(f"SET {USER_METADATA_CONF}={mark.encode()}")
+        try:
+            yield
+        finally:
+            db.execute(f"RESET {USER_METADATA_CONF}")
+
+
+class Maintainer:
+    """One model's build or refresh. `log` receives progress lines for the run's log."""
+
+    def __init__(self, db: Database, view: TableName, sql: str, log: Callable[[str], None] = lambda _: None):
+        self.db = db
+        self.view = view
+        self.backing = backing_table(view)
+        self.sql = sql
+        self.log = log
+        self.statements: list[str] = []
+
+    def run(self, sql: str) -> None:
+        self.statements.append(sql)
+        self.db.execute(sql)
+
+    # -- preparation -----------------------------------------------------------------
+
+    def inspect(self) -> tuple[ViewPlan, dict[str, int]]:
+        """Validate sources and the model, and pin every source's version. Writes nothing."""
+        tables = source_tables(self.sql)
+        infos = [describe_source(self.db, t) for t in tables]
+        for info in infos:
+            check_source(info)
+        plan = analyze(self.sql, {i.table.key: i.columns for i in infos})
+        render.ensure_maintainable(plan)
+        pinned = {t.key: current_version(self.db, t) for t in plan.tables}
+        return plan, pinned
+
+    def materialize(self, full_refresh: bool = False) -> Outcome:
+        plan, pinned = self.inspect()
+        if full_refresh:
+            return self.build(plan, pinned, "full refresh")
+        if not (table_exists(self.db, self.backing) and table_exists(self.db, self.view)):
+            return self.build(plan, pinned, "first build")
+        props = view_properties(self.db, self.backing)
+        mark = read_watermark(self.db, self.backing)
+        if mark is None or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
+            return self.build(plan, pinned, "no watermark in the stored view")
+        if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
+            return self.build(plan, pinned, "the model or its sources' columns changed")
+        return self.refresh(plan, mark, pinned)
+
+    # -- build -----------------------------------------------------------------------
+
+    def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str) -> Outcome:
+        self.log(f"fast_mv {self.view}: building ({reason}) at {_versions(pinned)}")
+        mark = Watermark(dict(pinned), plan.definition_hash)
+        props = {
+            PROP_FORMAT: str(FORMAT_VERSION),
+            PROP_DEFINITION: plan.normalized_sql,
+            PROP_DEFINITION_HASH: plan.definition_hash,
+            PROP_VIEW_CLASS: plan.view_class.value,
+            PROP_COLUMNS: ",".join(o.name for o in plan.outputs),
+        }
+        create = render.create_backing(self.backing, render.build_select(plan, pinned), props)
+        with commit_metadata(self.db, mark):
+            self.run(render.sql(create))
+        if table_exists(self.db, self.view) and describe_source(self.db, self.view).kind != "VIEW":
+            self.log(f"fast_mv {self.view}: replacing the table of an earlier materialization with a view")
+            self.run(f"DROP TABLE {self.view.sql()}")
+        self.run(render.sql(render.create_view(self.view, render.view_select(plan, self.backing))))
+        return Outcome("built", f"built at {_versions(pinned)}", versions=dict(pinned),
+                       statements=tuple(self.statements))
+
+    # -- refresh ---------------------------------------------------------------------
+
+    def refresh(self, plan: ViewPlan, mark: Watermark, pinned: Mapping[str, int]) -> Outcome:
+        old = dict(mark.sources)
+        for key, version in pinned.items():
+            if key not in old:
+                return self.build(plan, pinned, f"no watermark for source {key}")
+            if version < old[key]:
+                raise StateError(
+                    f"source {key} is at version {version}, older than version {old[key]} that fast_mv "
+                    f"{self.view} already consumed (was it replaced or restored?); "
+                    "run dbt with --full-refresh for this model"
+                )
+        moved = {k: (old[k], v) for k, v in pinned.items() if v > old[k]}
+        if not moved:
+            return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
+        ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
+        self.log(f"fast_mv {self.view}: reading changes from {ranges}")
+        delta = render.delta_select(plan, old, pinned)
+        assert delta is not None
+        name = f"__ivm_delta_{uuid.uuid4().hex[:12]}"
+        new_mark = Watermark(dict(pinned), plan.definition_hash)
+        try:
+            try:
+                self.run(render.cache_as(name, delta))
+            except IvmError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if LOST_HISTORY.search(str(e)):
+                    raise StateError(
+                        f"the change history of {ranges} is no longer readable ({_first_line(e)}): "
+                        "it was vacuumed, or change data feed was off for part of it; "
+                        "run dbt with --full-refresh for this model"
+                    ) from e
+                raise
+            stats = self.db.query(render.sql(render.delta_stats(name)))[0]
+            inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
+            with commit_metadata(self.db, new_mark):
+                if int(stats["n"]) == 0:
+                    self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
+                    return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
+                                   statements=tuple(self.statements))
+                if int(stats["min_d"]) > 0 and self._all_new(plan, name):
+                    self.run(render.sql(render.insert_statement(plan, self.backing, name)))
+                else:
+                    self.run(render.sql(render.merge_statement(plan, self.backing, name)))
+        finally:
+            self.db.execute(render.uncache(name))
+        return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}",
+                       inserted, deleted, dict(pinned), tuple(self.statements))
+
+    def _all_new(self, plan: ViewPlan, delta: str) -> bool:
+        rows = self.db.query(render.sql(render.existing_keys(plan, self.backing, delta)))
+        return int(rows[0]["n"]) == 0
+
+
+def _versions(versions: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} v{v}" for k, v in versions.items())
+
+
+def materialize(db: Database, view: TableName, sql: str, full_refresh: bool = False,
+                log: Callable[[str], None] = lambda _: None) -> Outcome:
+    return Maintainer(db, view, sql, log).materialize(full_refresh)
+
+
+def stored_definition(db: Database, view: TableName) -> tuple[str, Watermark]:
+    backing = backing_table(view)
+    if not table_exists(db, backing):
+        raise StateError(f"{view} has not been built by fast_mv yet; run dbt run for it first")
+    props = view_properties(db, backing)
+    mark = read_watermark(db, backing)
+    if mark is None or PROP_DEFINITION not in props:
+        raise StateError(f"{view} is not a fast_mv built by dbt-ivm (no watermark); run dbt run for it first")
+    return props[PROP_DEFINITION], mark
+
+
+def explain_view(db: Database, view: TableName) -> str:
+    from dbt_ivm.explain import explain
+
+    definition, mark = stored_definition(db, view)
+    infos = [describe_source(db, t) for t in source_tables(definition)]
+    consumed = ", ".join(f"{k} v{v}" for k, v in mark.sources.items())
+    return f"view: {view} (consumed {consumed})\n" + explain(definition, {i.table.key: i.columns for i in infos})
+
+
+def consistency_sql(db: Database, view: TableName) -> str:
+    """The fast_mv_consistent test's query: rows where the view and its recompute differ."""
+    definition, mark = stored_definition(db, view)
+    recompute = render.recompute_select(definition, mark.sources)
+    return render.sql(render.consistency_select(view, recompute))

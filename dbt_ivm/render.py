@@ -1,0 +1,374 @@
+"""Pure builders of the Spark SQL a build or a refresh runs, as sqlglot trees.
+
+Nothing here touches a database: `maintain` decides which of these to run.
+Every identifier goes through sqlglot, so quoting is never string work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from dbt_ivm.analyze import DIALECT, parse
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.ir import (
+    COUNT_COLUMN,
+    DELTA_COLUMN,
+    HIDDEN_PREFIX,
+    RID_COLUMN,
+    Source,
+    TableName,
+    ViewClass,
+    ViewPlan,
+)
+
+PROP_CONSUMED = "dbt_ivm.consumed"
+SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
+INSERT_TYPES = ("insert", "update_postimage")
+# Canonical JSON: NULL fields kept, timestamps to the microsecond (the default drops micros).
+JSON_OPTIONS = {
+    "ignoreNullFields": "false",
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+BACKING_PROPERTIES = {
+    # A refresh's MERGE touches a few rows of large files: mark them deleted, don't rewrite.
+    "delta.enableDeletionVectors": "true",
+}
+MAINTAINED = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
+
+
+def sql(expression: exp.Expression) -> str:
+    return expression.sql(dialect=DIALECT)
+
+
+def ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(ident(name), table=ident(table) if table else None)
+
+
+def func(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def lit(value: str | int) -> exp.Literal:
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
+
+
+def temp_table(name: str) -> exp.Table:
+    return exp.Table(this=ident(name))
+
+
+def ensure_maintainable(plan: ViewPlan) -> None:
+    """Refuse view classes whose refresh is not implemented yet (analysis still accepts them)."""
+    if plan.view_class not in MAINTAINED:
+        raise UnsupportedView(
+            f"{plan.view_class.value} views are not maintained by this release",
+            "use materialized='table' for this model for now",
+        )
+
+
+# --- row identities and source relations -------------------------------------------
+
+
+def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = None) -> exp.Expression:
+    """Row identity of a source row: md5 of a canonical JSON of the columns the view uses.
+
+    Delta withholds row ids from change-feed reads, so identity comes from content;
+    rows equal on every used column are interchangeable duplicates (a multiplicity).
+    """
+    if not columns:
+        return lit("")
+    args: list[exp.Expression] = []
+    for name, _type in columns:
+        args += [lit(name), col(name, table)]
+    options = func("map", *[lit(x) for kv in JSON_OPTIONS.items() for x in kv])
+    return func("md5", func("to_json", func("named_struct", *args), options))
+
+
+def source_columns(source: Source) -> list[exp.Expression]:
+    return [col(name) for name, _ in source.columns]
+
+
+def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> exp.Expression:
+    """`(SELECT used columns, rid FROM t VERSION AS OF v) AS alias`."""
+    table = source.table.to_table()
+    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
+    select = exp.select(*source_columns(source)).from_(table)
+    if not source.columns:
+        select = exp.select(lit(1).as_(ident(f"{HIDDEN_PREFIX}one"))).from_(table)
+    if with_rid:
+        select = select.select(rid_expression(source.columns).as_(ident(RID_COLUMN)))
+    return select.subquery(ident(source.alias))
+
+
+def changes_relation(source: Source, start: int, end: int) -> exp.Expression:
+    """Net change of one source between two versions, per row identity.
+
+    `__ivm_d` is +n for n more copies, -n for n fewer: an update's pre- and
+    post-image cancel when the view reads none of the changed columns, and a row
+    inserted then deleted between two refreshes nets to nothing.
+    """
+    feed = exp.Table(this=func("table_changes", lit(source.table.sql()), lit(start), lit(end)))
+    sign = exp.If(
+        this=exp.In(this=col("_change_type"), expressions=[lit(t) for t in INSERT_TYPES]),
+        true=lit(1),
+        false=lit(-1),
+    )
+    rows = exp.select(*source_columns(source)).from_(feed).select(
+        rid_expression(source.columns).as_(ident(RID_COLUMN)), sign.as_(ident(SIGN_COLUMN))
+    )
+    total = exp.Sum(this=col(SIGN_COLUMN))
+    netted = (
+        exp.select(*[func("any_value", col(n)).as_(ident(n)) for n, _ in source.columns])
+        .select(col(RID_COLUMN), total.as_(ident(DELTA_COLUMN)))
+        .from_(rows.subquery(ident(f"{HIDDEN_PREFIX}feed")))
+        .group_by(col(RID_COLUMN))
+        .having(exp.NEQ(this=total.copy(), expression=lit(0)))
+    )
+    return netted.subquery(ident(source.alias))
+
+
+def substitute(query: exp.Select, relations: Mapping[str, exp.Expression]) -> exp.Select:
+    """Copy of `query` with each source table replaced by the relation for its alias."""
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.alias_or_name in relations:
+            return relations[node.alias_or_name].copy()
+        return node
+
+    return query.copy().transform(swap)
+
+
+# --- build -------------------------------------------------------------------------
+
+
+def _with_rids(query: exp.Select, plan: ViewPlan) -> exp.Select:
+    return query.select(*[col(RID_COLUMN, s.alias).as_(ident(s.rid)) for s in plan.sources])
+
+
+def _group_by_rids(inner: exp.Query, plan: ViewPlan, measure: exp.Expression, name: str) -> exp.Select:
+    """One row per identity tuple: outputs are functions of the identities, so any value serves."""
+    rids = [col(s.rid) for s in plan.sources]
+    return (
+        exp.select(*[func("any_value", col(o.name)).as_(ident(o.name)) for o in plan.outputs])
+        .select(*rids, measure.as_(ident(name)))
+        .from_(inner.subquery(ident(f"{HIDDEN_PREFIX}v")))
+        .group_by(*[r.copy() for r in rids])
+    )
+
+
+def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    """The backing table's full contents at the pinned versions: outputs, identities, count."""
+    rels = {s.alias: snapshot_relation(s, versions[s.table.key]) for s in plan.sources}
+    inner = _with_rids(substitute(plan.query, rels), plan)
+    return _group_by_rids(inner, plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+
+
+def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int]) -> exp.Select | None:
+    """Net change of the view between the `old` and `new` source versions, per identity tuple.
+
+    The view is multilinear in its sources' multiplicities, so with sources in
+    occurrence order R1..Rk it telescopes exactly (pg_ivm's several-tables case):
+
+        V(R1',..,Rk') - V(R1,..,Rk) = sum_i V(R1',..,R(i-1)', dRi, R(i+1),..,Rk)
+
+    where Rj' is source j at its new (pinned) version, Rj at the version the view
+    last consumed, and dRi the netted change feed between them. Term i reads the
+    sources before i new and those after i old (time travel); a source whose
+    version did not move has dRi = 0 (no term) and Rj = Rj' (read once, at the
+    pinned version). Self-joins are just two occurrences, each its own Ri.
+    Returns None when no source moved.
+    """
+    terms = []
+    for i, changed in enumerate(plan.sources):
+        key = changed.table.key
+        if new[key] == old[key]:
+            continue
+        rels: dict[str, exp.Expression] = {}
+        for other in plan.sources:
+            k = other.table.key
+            if other.index == i:
+                rels[other.alias] = changes_relation(other, old[k] + 1, new[k])
+            else:
+                rels[other.alias] = snapshot_relation(other, new[k] if other.index < i else old[k])
+        term = _with_rids(substitute(plan.query, rels), plan)
+        terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
+    if not terms:
+        return None
+    union: exp.Query = terms[0]
+    for term in terms[1:]:
+        union = exp.union(union, term, distinct=False)
+    total = exp.Sum(this=col(DELTA_COLUMN))
+    grouped = _group_by_rids(union, plan, total, DELTA_COLUMN)
+    return grouped.having(exp.NEQ(this=total.copy(), expression=lit(0)))
+
+
+def _properties(props: Mapping[str, str]) -> exp.Properties:
+    return exp.Properties(
+        expressions=[exp.FileFormatProperty(this=exp.var("DELTA"))]
+        + [exp.Property(this=lit(k), value=lit(v)) for k, v in props.items()]
+    )
+
+
+def create_backing(backing: TableName, select: exp.Select, props: Mapping[str, str]) -> exp.Create:
+    return exp.Create(
+        this=backing.to_table(),
+        kind="TABLE",
+        replace=True,
+        expression=select,
+        properties=_properties({**BACKING_PROPERTIES, **props}),
+    )
+
+
+def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
+    """What `ref()` returns: the model's columns, each stored row repeated `count` times."""
+    n = ident(f"{HIDDEN_PREFIX}n")
+    lateral = exp.Lateral(
+        this=exp.Explode(this=exp.GenerateSeries(start=lit(1), end=col(COUNT_COLUMN))),
+        view=True,
+        alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[n]),
+    )
+    select = exp.select(*[col(o.name) for o in plan.outputs]).from_(backing.to_table())
+    select.set("laterals", [lateral])
+    return select
+
+
+def create_view(view: TableName, select: exp.Select) -> exp.Create:
+    return exp.Create(this=view.to_table(), kind="VIEW", replace=True, expression=select)
+
+
+# --- refresh -----------------------------------------------------------------------
+
+
+def cache_as(name: str, select: exp.Select) -> str:
+    """Evaluate the change set once: MERGE would otherwise evaluate its source twice."""
+    return f"CACHE TABLE {sql(ident(name))} AS {sql(select)}"
+
+
+def uncache(name: str) -> str:
+    return f"UNCACHE TABLE IF EXISTS {sql(ident(name))}"
+
+
+def delta_stats(name: str) -> exp.Select:
+    d = col(DELTA_COLUMN)
+    pos = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
+    neg = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
+    return exp.select(
+        exp.Count(this=exp.Star()).as_("n"),
+        func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
+        func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
+        exp.Min(this=d.copy()).as_("min_d"),
+    ).from_(temp_table(name))
+
+
+def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expression:
+    return exp.and_(*[exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources])
+
+
+def _stored_columns(plan: ViewPlan) -> list[str]:
+    return [o.name for o in plan.outputs] + [s.rid for s in plan.sources]
+
+
+def existing_keys(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select:
+    """How many changed identity tuples the view already stores (0: a plain append will do)."""
+    t = backing.to_table()
+    t.set("alias", exp.TableAlias(this=ident("t")))
+    return (
+        exp.select(exp.Count(this=exp.Star()).as_("n"))
+        .from_(temp_table(delta).as_("s"))
+        .join(t, on=_key_match(plan, "t", "s"))
+    )
+
+
+def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Insert:
+    """Insert-only change set of brand-new identity tuples: append, no MERGE."""
+    cols = _stored_columns(plan)
+    select = exp.select(*[col(c) for c in cols], col(DELTA_COLUMN).as_(ident(COUNT_COLUMN))).from_(
+        temp_table(delta)
+    )
+    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
+
+
+def _raise(message: str) -> exp.Expression:
+    return exp.Cast(this=func("raise_error", lit(message)), to=exp.DataType.build("bigint"))
+
+
+def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
+    """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly."""
+    t, s = "t", "s"
+    new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
+    corrupt = (
+        f"fast_mv {backing}: the change set removes rows the view does not hold; "
+        "its stored state is inconsistent: run dbt with --full-refresh for this model"
+    )
+    cols = _stored_columns(plan)
+    whens = [
+        exp.When(matched=True, source=False,
+                 condition=exp.EQ(this=new_count.copy(), expression=lit(0)), then=exp.var("DELETE")),
+        exp.When(matched=True, source=False,
+                 condition=exp.GT(this=new_count.copy(), expression=lit(0)),
+                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=new_count.copy())])),
+        exp.When(matched=True, source=False,
+                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=_raise(corrupt))])),
+        exp.When(matched=False, source=False,
+                 condition=exp.GT(this=col(DELTA_COLUMN, s), expression=lit(0)),
+                 then=exp.Insert(
+                     this=exp.Tuple(expressions=[col(c) for c in cols + [COUNT_COLUMN]]),
+                     expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [col(DELTA_COLUMN, s)]))),
+        exp.When(matched=False, source=False,
+                 then=exp.Insert(
+                     this=exp.Tuple(expressions=[col(c) for c in cols + [COUNT_COLUMN]]),
+                     expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [_raise(corrupt)]))),
+    ]
+    target = backing.to_table()
+    target.set("alias", exp.TableAlias(this=ident(t)))
+    return exp.Merge(
+        this=target,
+        using=temp_table(delta).as_(s),
+        on=_key_match(plan, t, s),
+        whens=exp.Whens(expressions=whens),
+    )
+
+
+def empty_commit(backing: TableName, versions: str) -> exp.Command:
+    """A commit with no data (Delta skips empty appends): advances the watermark when changes net to nothing."""
+    return exp.Command(
+        this="ALTER",
+        expression=f"TABLE {backing.sql()} SET TBLPROPERTIES ({sql(lit(PROP_CONSUMED))}={sql(lit(versions))})",
+    )
+
+
+# --- consistency -------------------------------------------------------------------
+
+
+def recompute_select(normalized_sql: str, versions: Mapping[str, int]) -> exp.Select:
+    """The view's definition re-run on its sources as of `versions` (time travel)."""
+    query = parse(normalized_sql)
+
+    def pin(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.name:
+            key = TableName(node.db or None, node.name, node.catalog or None).key
+            if key in versions:
+                node = node.copy()
+                node.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(versions[key])))
+        return node
+
+    return query.transform(pin)
+
+
+def consistency_select(view: TableName, recompute: exp.Select) -> exp.Select:
+    """Rows in one multiset and not the other (EXCEPT ALL both ways: NULLs equal, duplicates counted)."""
+    v = exp.select("*").from_(view.to_table())
+    missing = exp.except_(recompute.copy(), v.copy(), distinct=False)
+    extra = exp.except_(v, recompute, distinct=False)
+    diff = ident(f"{HIDDEN_PREFIX}diff")
+    return exp.union(
+        exp.select(lit("missing from the view").as_(diff), "*").from_(missing.subquery("m")),
+        exp.select(lit("extra in the view").as_(diff), "*").from_(extra.subquery("x")),
+        distinct=False,
+    )

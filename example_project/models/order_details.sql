@@ -1,0 +1,10 @@
+-- Inner join of orders with their customer: refreshed from both sources' change feeds.
+select
+    o.order_id,
+    o.amount,
+    o.status,
+    c.customer_id,
+    c.name as customer_name
+from {{ source('shop', 'orders') }} o
+join {{ source('shop', 'customers') }} c
+  on o.customer_id = c.customer_id

@@ -1,0 +1,20 @@
+{#-- fast_mv: a materialized view that `dbt run` refreshes from the sources' change data feeds.
+     All SQL comes from the dbt-ivm engine; this macro only sequences the dbt side. --#}
+{% materialization fast_mv, adapter='ivm_spark' %}
+  {%- set target_relation = this.incorporate(type='view') -%}
+
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+
+  {#-- validate, then build or refresh: one commit on the view's storage --#}
+  {%- set result = adapter.fast_mv_materialize(this, sql, should_full_refresh()) -%}
+  {%- do store_raw_result(name='main', message=result['message'], code='OK',
+                          rows_affected=result['inserted'] + result['deleted']) -%}
+
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+
+  {%- set grant_config = config.get('grants') -%}
+  {%- do apply_grants(target_relation, grant_config, should_revoke=(result['action'] == 'built')) -%}
+  {%- do persist_docs(target_relation, model) -%}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

@@ -7,7 +7,8 @@ names it; nothing unsupported passes silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -16,6 +17,7 @@ from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
 from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.optimizer.simplify import simplify
 
 from dbt_ivm.errors import UnsupportedView
@@ -49,24 +51,31 @@ NONDETERMINISTIC_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.CurrentDate,
     exp.CurrentTime,
     exp.CurrentUser,
+    exp.CurrentSchema,
+    exp.Localtimestamp,
+    exp.Shuffle,
 )
 NONDETERMINISTIC_NAMES = frozenset(
     {
         "rand", "random", "randn", "randstr", "uniform", "uuid", "shuffle", "now",
-        "current_timestamp", "current_date", "current_time", "localtimestamp",
+        "current_timestamp", "current_date", "curdate", "current_time", "localtimestamp",
         "current_timezone", "current_user", "user", "session_user", "current_catalog",
-        "current_database", "current_schema", "monotonically_increasing_id",
+        "current_database", "current_schema", "current_role", "monotonically_increasing_id",
         "spark_partition_id", "input_file_name", "input_file_block_start",
         "input_file_block_length", "unix_timestamp", "rand_str", "try_reflect", "reflect",
-        "java_method",
+        "java_method", "aes_encrypt",  # GCM mode draws a random IV per call
     }
 )
 GENERATOR_CLASSES: tuple[type[exp.Expression], ...] = (
-    exp.Explode,
-    exp.Posexplode,
+    exp.Explode,  # also ExplodeOuter, Posexplode, PosexplodeOuter
     exp.Inline,
     exp.Unnest,
     exp.Lateral,
+    exp.Stack,
+)
+GENERATOR_NAMES = frozenset(
+    {"explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer",
+     "stack", "json_tuple"}
 )
 SUPPORTED_AGGREGATES: dict[type[exp.Expression], str] = {
     exp.Count: "count",
@@ -75,6 +84,18 @@ SUPPORTED_AGGREGATES: dict[type[exp.Expression], str] = {
     exp.Min: "min",
     exp.Max: "max",
 }
+# Spark aggregates sqlglot does not model (it parses them as anonymous functions).
+AGGREGATE_NAMES = frozenset(
+    {"mean", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
+     "hll_union_agg", "some", "every", "std", "product", "regr_avgx", "regr_avgy", "regr_intercept",
+     "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "corr", "covar_pop", "covar_samp",
+     "collect_list", "collect_set", "percentile", "percentile_approx", "approx_percentile",
+     "approx_count_distinct", "first", "last", "first_value", "last_value", "any_value",
+     "bool_and", "bool_or", "max_by", "min_by", "count_if", "listagg", "string_agg", "array_agg",
+     "bit_and", "bit_or", "bit_xor", "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop",
+     "var_samp", "kurtosis", "skewness", "median", "mode", "grouping", "grouping_id"}
+)
+ORIGINAL_NAME = "ivm_original"  # identifier meta: the spelling the model used, before normalization
 
 
 def _position(node: exp.Expression) -> str | None:
@@ -101,11 +122,16 @@ def parse(sql: str) -> exp.Expression:
     except ParseError as e:
         raise UnsupportedView(f"SQL that does not parse ({str(e).splitlines()[0]})",
                               "check the model's SQL") from e
+    if not statements:
+        raise UnsupportedView("an empty model (no SQL statement)", "a model is one SELECT")
     if len(statements) != 1:
         raise UnsupportedView(f"{len(statements)} statements", "a model is one SELECT")
     stmt = statements[0]
+    while isinstance(stmt, exp.Subquery) and not stmt.alias and isinstance(stmt.this, exp.Query):
+        stmt = stmt.this  # (SELECT ...): the parentheses mean nothing at the top
     if not isinstance(stmt, exp.Query):
-        raise UnsupportedView(f"a {stmt.key.upper()} statement", "a model is one SELECT")
+        kind = stmt.name.upper() if isinstance(stmt, exp.Command) else stmt.key.upper()
+        raise UnsupportedView(f"a non-SELECT statement ({kind})", "a model is one SELECT")
     return stmt
 
 
@@ -127,6 +153,8 @@ def source_tables(sql: str) -> list[TableName]:
             continue
         if isinstance(table.this, exp.Func):  # table-valued function
             continue
+        if table.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(c) */ names an alias
+            continue
         name = _table_name(table)
         seen.setdefault(name.key, name)
     return list(seen.values())
@@ -135,6 +163,8 @@ def source_tables(sql: str) -> list[TableName]:
 def check_constructs(tree: exp.Expression) -> None:
     """Refuse, on the raw parse tree, every construct no refresh can maintain exactly."""
     for node in tree.walk():
+        if isinstance(node, exp.Hint):
+            continue
         if isinstance(node, exp.Window):
             raise _refuse(f"window function {_snippet(node)}", node,
                           "use materialized='table', or aggregate with GROUP BY")
@@ -148,31 +178,59 @@ def check_constructs(tree: exp.Expression) -> None:
             raise _refuse(f"{node.key.upper()} BY", node, "drop it: a view has no row order")
         if isinstance(node, exp.SetOperation):
             kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(node), "set operation")
-            if isinstance(node, exp.Union) and not node.args.get("distinct"):
-                kind = "UNION ALL"
+            if not node.args.get("distinct"):
+                kind += " ALL"
             raise _refuse(f"set operation {kind}", node,
                           "make one fast_mv per branch, or use materialized='table'")
+        if isinstance(node, exp.With) and node.args.get("recursive"):
+            raise _refuse("WITH RECURSIVE", node, "use materialized='table'")
         if isinstance(node, NONDETERMINISTIC_CLASSES) or (
-            isinstance(node, (exp.Anonymous, exp.Func))
-            and _func_name(node) in NONDETERMINISTIC_NAMES
+            isinstance(node, exp.Func) and _func_key(node) in NONDETERMINISTIC_NAMES
         ):
             raise _refuse(f"non-deterministic function {_func_name(node)}()", node,
                           "a recompute would give other values: compute it upstream in a table, "
                           "or use materialized='table'")
-        if isinstance(node, GENERATOR_CLASSES):
+        if isinstance(node, GENERATOR_CLASSES) or (
+            isinstance(node, exp.Func) and _func_key(node) in GENERATOR_NAMES
+        ):
             raise _refuse(f"generator or LATERAL {_snippet(node)}", node,
                           "explode the data upstream into a table, or use materialized='table'")
+        if isinstance(node, exp.QueryTransform):
+            raise _refuse("TRANSFORM ... USING (script transform)", node, "use materialized='table'")
+        if isinstance(node, exp.Pivot):
+            kind = "UNPIVOT" if node.args.get("unpivot") else "PIVOT"
+            raise _refuse(kind, node, "aggregate with GROUP BY and CASE expressions, or use materialized='table'")
         if isinstance(node, exp.TableSample):
             raise _refuse("TABLESAMPLE", node, "sampling is not deterministic: use materialized='table'")
         if isinstance(node, exp.Table):
             _check_table(node)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
+            raise _refuse(f"parenthesized join {_snippet(node)}", node,
+                          "write the joins one after another (a RIGHT JOIN can take the place of "
+                          "'x LEFT JOIN (y JOIN z ...)'), or use materialized='table'")
         if isinstance(node, (exp.Exists, exp.Subquery, exp.Select)) and _is_predicate_subquery(node):
             raise _refuse(f"subquery in an expression ({_snippet(node)})", node,
                           "rewrite it as a JOIN, or use materialized='table'")
+        if isinstance(node, exp.Filter):
+            raise _refuse(f"aggregate FILTER clause {_snippet(node)}", node,
+                          "put the condition inside the aggregate, e.g. SUM(CASE WHEN cond THEN x END) "
+                          "or COUNT(CASE WHEN cond THEN 1 END)")
+        if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)):
+            raise _refuse(f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS", node,
+                          "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway")
         if isinstance(node, exp.AggFunc):
             _check_aggregate(node)
+        if (isinstance(node, exp.Anonymous) and _func_key(node) in AGGREGATE_NAMES) or (
+            isinstance(node, exp.Any) and not isinstance(node.this, (exp.Subquery, exp.Query))
+        ):
+            raise _refuse(f"aggregate {_func_name(node)}()", node,
+                          "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
+                          "use materialized='table' for this model")
         if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-            raise _refuse(f"{node.key.upper()}", node, "one fast_mv per grouping, or use materialized='table'")
+            kind = {exp.GroupingSets: "GROUPING SETS"}.get(type(node), node.key.upper())
+            raise _refuse(kind, node, "one fast_mv per grouping, or use materialized='table'")
+        if isinstance(node, exp.Group) and node.args.get("all"):
+            raise _refuse("GROUP BY ALL", node, "list the grouping columns after GROUP BY")
         if isinstance(node, exp.Join):
             _check_join(node)
         if isinstance(node, exp.Column) and is_hidden(node.name):
@@ -181,14 +239,25 @@ def check_constructs(tree: exp.Expression) -> None:
         if isinstance(node, exp.Alias) and is_hidden(node.alias):
             raise _refuse(f"column alias {node.alias!r} uses the reserved prefix {HIDDEN_PREFIX}", node,
                           f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns")
+    for select in tree.find_all(exp.Select):
+        _check_projections(select)
 
 
-def _func_name(node: exp.Expression) -> str:
+def _func_key(node: exp.Expression) -> str:
+    """The function's name as sqlglot knows it, lower case (cheap: no SQL generation)."""
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     if isinstance(node, exp.Func):
         return node.sql_name().lower()
     return node.key
+
+
+def _func_name(node: exp.Expression) -> str:
+    """The function's name as the model would write it in Spark SQL (COLLECT_LIST, not ARRAY_AGG)."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    match = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", node.sql(dialect=DIALECT))
+    return match.group(1).lower() if match else _func_key(node)
 
 
 def _is_predicate_subquery(node: exp.Expression) -> bool:
@@ -206,13 +275,29 @@ def _is_predicate_subquery(node: exp.Expression) -> bool:
     return False
 
 
+def _check_projections(select: exp.Select) -> None:
+    """Every column of a SELECT needs a name Spark and fast_mv agree on: computed ones need AS."""
+    for e in select.expressions:
+        if not isinstance(e, (exp.Alias, exp.Column, exp.Star, exp.Dot)):
+            raise _refuse(f"computed column {_snippet(e)} without a name", e,
+                          "give it a name with AS (Spark would name it after its text, which a "
+                          "Delta column name cannot hold)")
+
+
 def _check_table(table: exp.Table) -> None:
     if table.args.get("version") is not None:
+        raise _refuse(f"time travel on {_snippet(table)}", table,
+                      "read the current table: fast_mv pins source versions itself")
+    alias = table.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and isinstance(alias.this, exp.Parameter):
         raise _refuse(f"time travel on {_snippet(table)}", table,
                       "read the current table: fast_mv pins source versions itself")
     if isinstance(table.this, exp.Func) or isinstance(table.this, exp.Anonymous):
         raise _refuse(f"table-valued function {_snippet(table)}", table,
                       "read a Delta table, or use materialized='table'")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        raise _refuse(f"column aliases in the table alias {_snippet(alias)}", table,
+                      "rename the columns in the SELECT list instead")
 
 
 def _check_join(join: exp.Join) -> None:
@@ -258,10 +343,19 @@ def _nested_schema(schema: Schema) -> dict:
     return nested
 
 
+def _schema_key(key: str) -> str:
+    return key.lower().replace("`", "")
+
+
 def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
-    """Qualify and expand with sqlglot's own optimizer rules; merge CTEs and SPJ subqueries."""
+    """Qualify and expand with sqlglot's own optimizer rules; merge CTEs and SPJ subqueries.
+
+    Output column names keep the spelling the model used (Spark does; sqlglot lower-cases).
+    """
     tree = tree.copy()
     _lowercase_tables(tree)
+    for ident in tree.find_all(exp.Identifier):
+        ident.meta[ORIGINAL_NAME] = ident.this
     try:
         tree = qualify(
             tree,
@@ -273,7 +367,9 @@ def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
         )
     except OptimizeError as e:
         raise UnsupportedView(f"unresolvable SQL ({e})", "check the column and table names") from e
+    _restore_output_names(tree, schema)
     tree = eliminate_subqueries(tree)
+    _check_null_supplied_subqueries(tree)
     tree = merge_subqueries(tree)
     tree = eliminate_ctes(tree)
     tree = simplify(tree, dialect=DIALECT)
@@ -289,6 +385,154 @@ def _lowercase_tables(tree: exp.Expression) -> None:
                 ident.set("this", ident.this.lower())
 
 
+def _restore_output_names(tree: exp.Expression, schema: Schema) -> None:
+    """Name each top-level column as Spark would: as written, or as the source table spells it."""
+    if not isinstance(tree, exp.Select):
+        return
+    scope = build_scope(tree)
+    if scope is None:
+        return
+    columns = {
+        _schema_key(k): {c.lower(): c for c in cols} for k, cols in schema.items()
+    }
+    for projection in tree.expressions:
+        if isinstance(projection, exp.Alias):
+            name = _spelled_name(projection, scope, columns)
+            projection.set("alias", exp.to_identifier(name, quoted=True))
+
+
+def _spelled_name(projection: exp.Expression, scope: Scope, columns: dict[str, dict[str, str]]) -> str:
+    alias = projection.args.get("alias")
+    if isinstance(alias, exp.TableAlias):
+        alias = alias.this
+    if isinstance(alias, exp.Identifier) and alias.meta.get(ORIGINAL_NAME):
+        return alias.meta[ORIGINAL_NAME]
+    expr = projection.this if isinstance(projection, exp.Alias) else projection
+    if isinstance(expr, exp.Column) and not isinstance(expr.this, exp.Star):
+        if expr.this.meta.get(ORIGINAL_NAME):
+            return expr.this.meta[ORIGINAL_NAME]  # written in the query: Spark keeps that spelling
+        source = scope.sources.get(expr.table)  # expanded from a star: the source's spelling
+        if isinstance(source, exp.Table):
+            return columns.get(_table_name(source).key, {}).get(expr.name.lower(), expr.name)
+        if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
+            for inner in source.expression.expressions:
+                if inner.alias_or_name == expr.name:
+                    return _spelled_name(inner, source, columns)
+    return projection.alias_or_name
+
+
+def _check_null_supplied_subqueries(tree: exp.Expression) -> None:
+    """Merging a derived table into the null-supplied side of an outer join must keep padded rows NULL.
+
+    sqlglot's merge_subqueries would turn `LEFT JOIN (SELECT id, 1 AS flag FROM t) x` into a
+    constant 1 on rows with no match, where Spark gives NULL. Refuse such subqueries.
+    """
+    for scope in traverse_scope(tree):
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            continue
+        joins = list(select.args.get("joins") or [])
+        relations = [from_.this] + [j.this for j in joins]
+        sides = [""] + [(j.side or "").upper() for j in joins]
+        for i, rel in enumerate(relations):
+            padded = sides[i] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[i + 1:])
+            source = scope.sources.get(rel.alias_or_name)
+            if not padded or not isinstance(source, Scope) or not _mergeable(source.expression):
+                continue
+            for projection in source.expression.expressions:
+                inner = projection.this if isinstance(projection, exp.Alias) else projection
+                if not _padded_null(inner, source):
+                    raise _refuse(
+                        f"subquery or CTE {rel.alias_or_name} on the null-supplied side of an outer join "
+                        f"computes {_snippet(projection)}, which is not NULL on rows without a match", rel,
+                        "compute the expression in the outer SELECT, or use materialized='table'")
+
+
+def _mergeable(select: exp.Expression) -> bool:
+    return (
+        isinstance(select, exp.Select)
+        and not select.args.get("group")
+        and not select.args.get("distinct")
+        and select.find(exp.AggFunc) is None
+    )
+
+
+def _padded_null(expr: exp.Expression, scope: Scope) -> bool:
+    """`expr` is NULL when every relation of `scope` is padded with NULLs."""
+
+    def column_null(col: exp.Column) -> bool:
+        source = scope.sources.get(col.table)
+        if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
+            for inner in source.expression.expressions:
+                if inner.alias_or_name == col.name:
+                    value = inner.this if isinstance(inner, exp.Alias) else inner
+                    return _padded_null(value, source)
+            return False
+        return True
+
+    return _null_on_null(expr, column_null)
+
+
+# --- NULL analysis: which predicates reject the NULL-padded rows of an outer join ---------
+
+STRICT_OPERATORS: tuple[type[exp.Expression], ...] = (
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
+    exp.LT, exp.LTE, exp.Like, exp.ILike, exp.RegexpLike, exp.BitwiseAnd, exp.BitwiseOr,
+    exp.BitwiseXor, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.DPipe, exp.Neg,
+    exp.BitwiseNot, exp.Not, exp.Paren, exp.Cast, exp.TryCast, exp.Alias,
+    # functions that return NULL as soon as an argument is NULL
+    exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Abs, exp.Round, exp.Floor,
+    exp.Ceil, exp.Year, exp.Month, exp.Day, exp.DateTrunc, exp.TimestampTrunc,
+)
+
+
+def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -> bool:
+    """True when `expr` is NULL once every column for which `is_null` holds is NULL (conservative)."""
+    if isinstance(expr, exp.Column):
+        return is_null(expr)
+    if isinstance(expr, exp.Null):
+        return True
+    if isinstance(expr, (exp.In, exp.Between)):
+        return not expr.args.get("query") and _null_on_null(expr.this, is_null)
+    if isinstance(expr, (exp.And, exp.Or)):  # NULL AND FALSE is FALSE, NULL OR TRUE is TRUE
+        return all(_null_on_null(e, is_null) for e in expr.flatten())
+    if isinstance(expr, exp.Concat) and expr.args.get("coalesce"):
+        return False
+    if isinstance(expr, STRICT_OPERATORS) or isinstance(expr, exp.Concat):
+        return any(_null_on_null(e, is_null) for e in expr.iter_expressions())
+    return False
+
+
+def _rejects(pred: exp.Expression | None, aliases: set[str]) -> bool:
+    """True when `pred` cannot be TRUE on a row whose `aliases` columns are all NULL."""
+    if pred is None:
+        return False
+    if isinstance(pred, exp.Paren):
+        return _rejects(pred.this, aliases)
+    if isinstance(pred, exp.And):
+        return any(_rejects(e, aliases) for e in pred.flatten())
+    if isinstance(pred, exp.Or):
+        return all(_rejects(e, aliases) for e in pred.flatten())
+    if isinstance(pred, exp.Not) and isinstance(pred.this, exp.Is) and isinstance(pred.this.expression, exp.Null):
+        return _null_on_null(pred.this.this, lambda c: c.table in aliases)  # x IS NOT NULL
+    if isinstance(pred, exp.Boolean) and not pred.this:
+        return True
+    return _null_on_null(pred, lambda c: c.table in aliases)
+
+
+def _null_intolerant(pred: exp.Expression | None, aliases: set[str] | None = None) -> bool:
+    """True when the predicate cannot be TRUE once every referenced column (or every column of
+    `aliases`) is NULL. Conservative: what it cannot prove counts as NULL-tolerant."""
+    if pred is None:
+        return False
+    if aliases is None:
+        aliases = {c.table for c in pred.find_all(exp.Column)}
+    return bool(aliases) and _rejects(pred, aliases)
+
+
 def analyze(sql: str, schema: Schema) -> ViewPlan:
     """Validate, normalize and classify `sql` (Spark dialect, sources fully named).
 
@@ -297,7 +541,8 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
     """
     raw = parse(sql)
     check_constructs(raw)
-    missing = [t for t in source_tables(sql) if t.key not in {k.lower().replace("`", "") for k in schema}]
+    known = {_schema_key(k) for k in schema}
+    missing = [t for t in source_tables(sql) if t.key not in known]
     if missing:
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     tree = normalize(raw, schema)
@@ -310,14 +555,19 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
             "subqueries with GROUP BY, DISTINCT or outer joins inside are not maintained: "
             "make the subquery its own fast_mv and select from it",
         )
+    for col in select.find_all(exp.Column):
+        if is_hidden(col.name):
+            raise _refuse(f"source column {col.name!r} uses the reserved prefix {HIDDEN_PREFIX}", col,
+                          f"rename it upstream, or leave it out of the view: names starting with "
+                          f"{HIDDEN_PREFIX} are fast_mv's hidden columns")
+    select = _simplify_outer_joins(select)
     sources, tree_node = _join_tree(select, schema)
     where = select.args.get("where")
     where_expr = where.this if where is not None else None
+    _check_join_predicates(tree_node, where_expr, sources)
     outputs = _outputs(select)
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
     view_class = _classify(sources, tree_node, bool(group_by or aggregates or distinct))
-    if where_expr is not None and view_class is ViewClass.OUTER_JOIN:
-        _check_outer_where(where_expr, sources)
     hidden = _hidden_columns(view_class, sources, aggregates)
     return ViewPlan(
         view_class=view_class,
@@ -334,28 +584,24 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
     )
 
 
-def _join_tree(select: exp.Select, schema: Schema) -> tuple[tuple[Source, ...], JoinNode]:
+# --- the join tree -------------------------------------------------------------------
+
+
+def _relations(select: exp.Select) -> tuple[list[exp.Expression], list[exp.Join]]:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         raise UnsupportedView("a SELECT without FROM", "a view must read at least one Delta table")
-    relations: list[exp.Expression] = [from_.this]
     joins: list[exp.Join] = list(select.args.get("joins") or [])
-    relations += [j.this for j in joins]
+    relations = [from_.this] + [j.this for j in joins]
     for rel in relations:
-        if not isinstance(rel, exp.Table) or rel.args.get("joins"):
+        if not isinstance(rel, exp.Table) or rel.args.get("joins") or not isinstance(rel.this, exp.Identifier):
             raise _refuse(f"relation {_snippet(rel)}", rel,
                           "join tables directly (no VALUES, table functions or parenthesized joins)")
-    used = _used_columns(select)
-    lowered = {k.lower().replace("`", ""): v for k, v in schema.items()}
-    sources = []
-    for i, rel in enumerate(relations):
-        name = _table_name(rel)
-        cols = {c.lower(): (c, t) for c, t in lowered[name.key].items()}
-        alias = rel.alias_or_name
-        used_names = used.get(alias, set())
-        columns = tuple((cols[c][0], cols[c][1]) for c in cols if c in used_names)
-        sources.append(Source(index=i, alias=alias, table=name, columns=columns))
+    return relations, joins
 
+
+def _build_tree(joins: list[exp.Join]) -> JoinNode:
+    """The left-deep join list as a normalized tree; relation i is Leaf(i), RIGHT becomes LEFT."""
     node: JoinNode = Leaf(0)
     for i, join in enumerate(joins, start=1):
         on = join.args.get("on")
@@ -365,16 +611,48 @@ def _join_tree(select: exp.Select, schema: Schema) -> tuple[tuple[Source, ...], 
         if side == "":
             node = _add_inner(node, Leaf(i), on)
         elif side == "LEFT":
-            node = OuterJoin("left", node, Leaf(i), _require_on(on, join), _null_intolerant(on))
+            node = OuterJoin("left", node, Leaf(i), _require_on(on, join))
         elif side == "RIGHT":
-            node = OuterJoin("left", Leaf(i), node, _require_on(on, join), _null_intolerant(on))
+            node = OuterJoin("left", Leaf(i), node, _require_on(on, join))
         elif side == "FULL":
-            node = OuterJoin("full", node, Leaf(i), _require_on(on, join), _null_intolerant(on))
+            node = OuterJoin("full", node, Leaf(i), _require_on(on, join))
         else:
             raise _refuse(f"{side} JOIN", join, "use INNER, LEFT, RIGHT or FULL joins")
+    return node
+
+
+def _join_tree(select: exp.Select, schema: Schema) -> tuple[tuple[Source, ...], JoinNode]:
+    relations, joins = _relations(select)
+    aliases = [rel.alias_or_name for rel in relations]
+    used = _used_columns(select)
+    lowered = {_schema_key(k): v for k, v in schema.items()}
+    sources = []
+    for i, rel in enumerate(relations):
+        name = _table_name(rel)
+        cols = {c.lower(): (c, t) for c, t in lowered[name.key].items()}
+        used_names = used.get(aliases[i], set())
+        columns = tuple((cols[c][0], cols[c][1]) for c in cols if c in used_names)
+        sources.append(Source(index=i, alias=aliases[i], table=name, columns=columns))
+    node = _with_null_intolerance(_build_tree(joins), aliases)
     sides = _annotate(node)
     sources = [Source(s.index, s.alias, s.table, s.columns, sides.get(s.index, Side.PRESERVED)) for s in sources]
     return tuple(sources), node
+
+
+def _with_null_intolerance(node: JoinNode, aliases: list[str]) -> JoinNode:
+    """Set OuterJoin.null_intolerant: the ON predicate rejects an all-NULL null-supplied row."""
+    if isinstance(node, Leaf):
+        return node
+    if isinstance(node, InnerGroup):
+        return InnerGroup(tuple(_with_null_intolerance(c, aliases) for c in node.children), node.predicates)
+    padded = {aliases[i] for i in _leaves(node.null_supplied)}
+    if node.kind == "full":
+        padded_too = {aliases[i] for i in _leaves(node.preserved)}
+        intolerant = _null_intolerant(node.on, padded) and _null_intolerant(node.on, padded_too)
+    else:
+        intolerant = _null_intolerant(node.on, padded)
+    return OuterJoin(node.kind, _with_null_intolerance(node.preserved, aliases),
+                     _with_null_intolerance(node.null_supplied, aliases), node.on, intolerant)
 
 
 def _require_on(on: exp.Expression | None, join: exp.Join) -> exp.Expression:
@@ -388,6 +666,14 @@ def _add_inner(node: JoinNode, leaf: Leaf, on: exp.Expression | None) -> JoinNod
     if isinstance(node, InnerGroup):
         return InnerGroup(node.children + (leaf,), node.predicates + preds)
     return InnerGroup((node, leaf), preds)
+
+
+def _leaves(node: JoinNode) -> frozenset[int]:
+    if isinstance(node, Leaf):
+        return frozenset({node.source})
+    if isinstance(node, InnerGroup):
+        return frozenset().union(*(_leaves(c) for c in node.children))
+    return _leaves(node.preserved) | _leaves(node.null_supplied)
 
 
 def _annotate(node: JoinNode, side: Side = Side.PRESERVED) -> dict[int, Side]:
@@ -409,32 +695,116 @@ def _annotate(node: JoinNode, side: Side = Side.PRESERVED) -> dict[int, Side]:
     return out
 
 
-NULL_TOLERANT = (exp.Is, exp.Coalesce, exp.If, exp.Case, exp.Or, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Not)
+def _null_supplied_within(node: JoinNode) -> frozenset[int]:
+    """Relations some outer join inside `node` can pad with NULLs."""
+    return frozenset(i for i, s in _annotate(node).items() if s is not Side.PRESERVED)
 
 
-def _null_intolerant(pred: exp.Expression | None) -> bool:
-    """True when the predicate cannot be TRUE once every referenced column is NULL.
+def _simplify_outer_joins(select: exp.Select) -> exp.Select:
+    """Nica's step 3 (outer join to inner join): an outer join whose padded rows a WHERE or
+    inner-join predicate rejects is an inner join (a FULL join a LEFT or RIGHT one).
 
-    Conservative: any NULL-handling construct makes it tolerant.
+    Rewrites the join kinds in a copy of `select` until nothing changes, so the query and the
+    tree built from it say the same thing.
     """
+    _, joins = _relations(select)
+    if not any(j.side for j in joins):
+        return select
+    select = select.copy()
+    relations, joins = _relations(select)
+    aliases = [rel.alias_or_name for rel in relations]
+    where = select.args.get("where")
+    while True:
+        tree = _build_tree(joins)
+        changes = _outer_to_inner(tree, _rejected(where.this if where else None, aliases), aliases)
+        if not changes:
+            return select
+        for index, side in changes.items():
+            joins[index - 1].set("side", side or None)
+            joins[index - 1].set("kind", None)
+
+
+def _rejected(pred: exp.Expression | None, aliases: list[str]) -> frozenset[int]:
+    """Relations whose all-NULL rows `pred` rejects."""
     if pred is None:
-        return False
-    for node in pred.walk():
-        if isinstance(node, NULL_TOLERANT):
-            return False
-        if isinstance(node, exp.Func) and _func_name(node) in {"nvl", "ifnull", "nvl2", "nullif", "coalesce"}:
-            return False
-    return any(True for _ in pred.find_all(exp.Column))
+        return frozenset()
+    return frozenset(i for i, a in enumerate(aliases) if _rejects(pred, {a}))
 
 
-def _check_outer_where(where: exp.Expression, sources: tuple[Source, ...]) -> None:
-    """A WHERE on the null-supplied side must keep working on padded rows; refuse what we cannot tell."""
-    ns = {s.alias for s in sources if s.side is not Side.PRESERVED}
-    for conj in where.flatten() if isinstance(where, exp.And) else [where]:
-        tables = {c.table for c in conj.find_all(exp.Column)}
-        if tables & ns and not _null_intolerant(conj):
-            raise _refuse(f"WHERE predicate {_snippet(conj)} on the null-supplied side of an outer join", conj,
-                          "move the predicate into the ON clause, or use materialized='table'")
+def _outer_to_inner(node: JoinNode, rejected: frozenset[int], aliases: list[str]) -> dict[int, str]:
+    """{join number: new side} for the outer joins whose padded rows `rejected` filters away.
+
+    The join that introduced relation i is join number i; it is the node whose largest leaf is i.
+    """
+    if isinstance(node, Leaf):
+        return {}
+    if isinstance(node, InnerGroup):
+        inner = rejected.union(*(_rejected(p, aliases) for p in node.predicates))
+        out: dict[int, str] = {}
+        for child in node.children:
+            out.update(_outer_to_inner(child, inner, aliases))
+        return out
+    number = max(_leaves(node))
+    if node.kind == "left":
+        if _leaves(node.null_supplied) & rejected:
+            return {number: ""}
+        return {**_outer_to_inner(node.preserved, rejected, aliases),
+                **_outer_to_inner(node.null_supplied, _rejected(node.on, aliases), aliases)}
+    left_gone = bool(_leaves(node.preserved) & rejected)  # rows padding the left operand are filtered
+    right_gone = bool(_leaves(node.null_supplied) & rejected)
+    if left_gone and right_gone:
+        return {number: ""}
+    if left_gone:
+        return {number: "LEFT"}
+    if right_gone:
+        return {number: "RIGHT"}
+    return {**_outer_to_inner(node.preserved, frozenset(), aliases),
+            **_outer_to_inner(node.null_supplied, frozenset(), aliases)}
+
+
+def _check_join_predicates(node: JoinNode, where: exp.Expression | None, sources: tuple[Source, ...]) -> None:
+    """Nica's (P1) and (P2), and the WHERE clause of an outer-join view.
+
+    (P1) an outer join's ON references both of its sides; (P2) a predicate that references a
+    relation some nested outer join can null-supply must be false or NULL on its padded rows
+    (NS-intolerant), so null-supplying ripples up the tree.
+    """
+    aliases = [s.alias for s in sources]
+    if where is not None:
+        ns = _null_supplied_within(node)
+        for conj in where.flatten() if isinstance(where, exp.And) else [where]:
+            for i in sorted(ns):
+                if _references(conj, aliases[i]) and not _rejects(where, {aliases[i]}):
+                    raise _refuse(f"WHERE predicate {_snippet(conj)} on the null-supplied side of an outer join",
+                                  conj, "move the predicate into the ON clause, or use materialized='table'")
+    _check_node_predicates(node, aliases)
+
+
+def _check_node_predicates(node: JoinNode, aliases: list[str]) -> None:
+    if isinstance(node, Leaf):
+        return
+    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
+    preds = node.predicates if isinstance(node, InnerGroup) else (node.on,)
+    if isinstance(node, OuterJoin):
+        for child in children:
+            if not any(_references(node.on, aliases[i]) for i in _leaves(child)):
+                raise _refuse(f"outer join condition {_snippet(node.on)} that does not reference both sides",
+                              node.on, "compare columns of both joined sides in ON, or use materialized='table'")
+    ns = frozenset().union(*(_null_supplied_within(c) for c in children))
+    for pred in preds:
+        for i in sorted(ns):
+            if _references(pred, aliases[i]) and not _rejects(pred, {aliases[i]}):
+                raise _refuse(
+                    f"join condition {_snippet(pred)} can be true on the NULL-padded rows of {aliases[i]}, "
+                    f"which a nested outer join null-supplies", pred,
+                    f"make the condition false on NULLs of {aliases[i]} (plain comparisons, no COALESCE, "
+                    f"IS NULL or OR), or use materialized='table'")
+    for child in children:
+        _check_node_predicates(child, aliases)
+
+
+def _references(pred: exp.Expression, alias: str) -> bool:
+    return any(c.table == alias for c in pred.find_all(exp.Column))
 
 
 def _used_columns(select: exp.Select) -> dict[str, set[str]]:
@@ -443,6 +813,9 @@ def _used_columns(select: exp.Select) -> dict[str, set[str]]:
         if col.table:
             used.setdefault(col.table, set()).add(col.name.lower())
     return used
+
+
+# --- outputs and aggregation ---------------------------------------------------------
 
 
 def _outputs(select: exp.Select) -> tuple[OutputColumn, ...]:
@@ -472,22 +845,68 @@ def _aggregation(select: exp.Select, outputs: tuple[OutputColumn, ...]):
         raise _refuse("DISTINCT ON", select.args["distinct"], "use GROUP BY")
     if distinct and group_by:
         raise _refuse("DISTINCT together with GROUP BY", select, "drop DISTINCT: GROUP BY rows are distinct")
-    aggregates = []
-    for i, out in enumerate(outputs):
-        for agg in out.expression.find_all(exp.AggFunc):
-            func = SUPPORTED_AGGREGATES[type(agg)]
-            arg = agg.this
-            if func == "count" and (arg is None or isinstance(arg, exp.Star)):
-                func, arg = "count_star", None
-            helpers: tuple[str, ...] = ()
-            if func in ("count", "sum", "avg", "min", "max"):
-                helpers = (f"{HIDDEN_PREFIX}nn_{i}",)
-            aggregates.append(Aggregate(func, arg, out.name, helpers))
+    _check_aggregate_places(select)
+    calls = [agg for out in outputs for agg in out.expression.find_all(exp.AggFunc)]
     if having is not None:
-        for agg in having.find_all(exp.AggFunc):
-            func = SUPPORTED_AGGREGATES[type(agg)]
-            aggregates.append(Aggregate(func, agg.this, f"having:{_snippet(agg)}", ()))
-    return group_by, tuple(aggregates), having, distinct
+        calls += list(having.find_all(exp.AggFunc))
+    if distinct and calls:
+        raise _refuse("DISTINCT together with aggregates", select, "drop DISTINCT, or GROUP BY the columns")
+    if group_by or calls:
+        _check_grouped(outputs, having, group_by)
+    by_key: dict[str, Aggregate] = {}
+    for agg in calls:
+        func = SUPPORTED_AGGREGATES[type(agg)]
+        arg = agg.this
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)
+                                or (isinstance(arg, exp.Literal))):
+            func, arg = "count_star", None  # COUNT(1) counts rows like COUNT(*)
+        key = f"{func}({arg.sql(dialect=DIALECT) if arg is not None else '*'})"
+        if key in by_key:
+            continue
+        k = len(by_key)
+        direct = [o.name for o in outputs if o.expression == agg]
+        output = direct[0] if direct else f"{HIDDEN_PREFIX}agg_{k}"
+        helpers: tuple[str, ...] = ()
+        if func in ("sum", "avg", "min", "max"):
+            helpers = (f"{HIDDEN_PREFIX}nn_{k}",)
+        if func == "avg":
+            helpers += (f"{HIDDEN_PREFIX}sum_{k}",)
+        by_key[key] = Aggregate(func, arg, output, helpers)
+    return group_by, tuple(by_key.values()), having, distinct
+
+
+def _check_aggregate_places(select: exp.Select) -> None:
+    """Aggregates belong in the select list and HAVING only."""
+    places = [("WHERE", select.args.get("where")), ("GROUP BY", select.args.get("group"))]
+    places += [("JOIN ... ON", j) for j in select.args.get("joins") or []]
+    for place, node in places:
+        agg = node.find(exp.AggFunc) if node is not None else None
+        if agg is not None:
+            raise _refuse(f"aggregate {_snippet(agg)} in {place}", agg,
+                          "aggregates belong in the SELECT list or HAVING")
+
+
+def _check_grouped(outputs: tuple[OutputColumn, ...], having: exp.Expression | None,
+                   group_by: tuple[exp.Expression, ...]) -> None:
+    keys = {g.sql(dialect=DIALECT) for g in group_by}
+    exprs = [o.expression for o in outputs] + ([having] if having is not None else [])
+    for e in exprs:
+        col = _ungrouped_column(e, keys)
+        if col is not None:
+            raise _refuse(f"column {_snippet(col)} that is neither in GROUP BY nor aggregated", col,
+                          "add it to GROUP BY, or aggregate it")
+
+
+def _ungrouped_column(expr: exp.Expression, keys: set[str]) -> exp.Column | None:
+    if isinstance(expr, exp.AggFunc) or expr.sql(dialect=DIALECT) in keys:
+        return None
+    if isinstance(expr, exp.Column):
+        return expr
+    for child in expr.iter_expressions():
+        col = _ungrouped_column(child, keys)
+        if col is not None:
+            return col
+    return None
 
 
 def _classify(sources: tuple[Source, ...], tree: JoinNode, aggregated: bool) -> ViewClass:
@@ -503,7 +922,12 @@ def _hidden_columns(view_class: ViewClass, sources: tuple[Source, ...],
     if view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN):
         cols = [HiddenColumn(COUNT_COLUMN, "rows in the group")]
         for agg in aggregates:
-            cols += [HiddenColumn(h, f"non-NULL arguments of {agg.output}") for h in agg.helpers]
+            call = f"{agg.func}({agg.argument.sql(dialect=DIALECT) if agg.argument is not None else '*'})"
+            if is_hidden(agg.output):
+                cols.append(HiddenColumn(agg.output, f"value of {call} (not a column of the view)"))
+            for h in agg.helpers:
+                role = "sum" if h.startswith(f"{HIDDEN_PREFIX}sum_") else "count of the non-NULL arguments"
+                cols.append(HiddenColumn(h, f"{role} of {call}"))
         return tuple(cols)
     cols = [HiddenColumn(s.rid, f"row identity of {s.alias} ({s.table})") for s in sources]
     cols.append(HiddenColumn(COUNT_COLUMN, "multiplicity of the row"))

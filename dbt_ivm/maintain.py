@@ -141,6 +141,11 @@ def current_version(db: Database, table: TableName) -> int:
     return int(rows[0]["version"])
 
 
+def table_id(db: Database, table: TableName) -> str:
+    """Delta's table id: changes when a table is dropped and created again under the same name."""
+    return str(db.query(f"DESCRIBE DETAIL {table.sql()}")[0]["id"])
+
+
 def table_exists(db: Database, table: TableName) -> bool:
     rows = db.query(f"SHOW TABLES IN {render.sql(render.ident(table.db or 'default'))} LIKE '{_like(table.name)}'")
     return any((r.get("tableName") or "").lower() == table.name.lower() for r in rows)
@@ -193,6 +198,7 @@ class Maintainer:
         self.sql = sql
         self.log = log
         self.statements: list[str] = []
+        self.ids: dict[str, str] = {}
 
     def run(self, sql: str) -> None:
         self.statements.append(sql)
@@ -200,7 +206,7 @@ class Maintainer:
 
     # -- preparation -----------------------------------------------------------------
 
-    def inspect(self) -> tuple[ViewPlan, dict[str, int]]:
+    def inspect(self) -> tuple[ViewPlan, dict[str, int], dict[str, str]]:
         """Validate sources and the model, and pin every source's version. Writes nothing."""
         tables = source_tables(self.sql)
         infos = [describe_source(self.db, t) for t in tables]
@@ -208,11 +214,13 @@ class Maintainer:
             check_source(info)
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos})
         render.ensure_maintainable(plan)
+        ids = {t.key: table_id(self.db, t) for t in plan.tables}
         pinned = {t.key: current_version(self.db, t) for t in plan.tables}
-        return plan, pinned
+        return plan, pinned, ids
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
-        plan, pinned = self.inspect()
+        plan, pinned, ids = self.inspect()
+        self.ids = ids
         if full_refresh:
             return self.build(plan, pinned, "full refresh")
         if not (table_exists(self.db, self.backing) and table_exists(self.db, self.view)):
@@ -229,7 +237,7 @@ class Maintainer:
 
     def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str) -> Outcome:
         self.log(f"fast_mv {self.view}: building ({reason}) at {_versions(pinned)}")
-        mark = Watermark(dict(pinned), plan.definition_hash)
+        mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
         props = {
             PROP_FORMAT: str(FORMAT_VERSION),
             PROP_DEFINITION: plan.normalized_sql,
@@ -254,6 +262,12 @@ class Maintainer:
         for key, version in pinned.items():
             if key not in old:
                 return self.build(plan, pinned, f"no watermark for source {key}")
+            if mark.table_ids.get(key) not in (None, self.ids[key]):
+                raise StateError(
+                    f"source {key} was dropped and created again since fast_mv {self.view} last consumed it "
+                    "(its Delta table id changed), so its change history is gone; "
+                    "run dbt with --full-refresh for this model"
+                )
             if version < old[key]:
                 raise StateError(
                     f"source {key} is at version {version}, older than version {old[key]} that fast_mv "
@@ -268,7 +282,7 @@ class Maintainer:
         delta = render.delta_select(plan, old, pinned)
         assert delta is not None
         name = f"__ivm_delta_{uuid.uuid4().hex[:12]}"
-        new_mark = Watermark(dict(pinned), plan.definition_hash)
+        new_mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
         try:
             try:
                 self.run(render.cache_as(name, delta))

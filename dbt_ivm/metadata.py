@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "dbt-ivm:"
@@ -26,10 +26,12 @@ PROP_COLUMNS = "dbt_ivm.columns"
 class Watermark:
     sources: Mapping[str, int]  # table key -> last Delta version consumed
     definition_hash: str
+    table_ids: Mapping[str, str] = field(default_factory=dict)  # table key -> Delta table id
     commit_version: int | None = None  # the backing table's version that recorded it
 
     def encode(self) -> str:
-        body = {"v": FORMAT_VERSION, "def": self.definition_hash, "sources": dict(sorted(self.sources.items()))}
+        body = {"v": FORMAT_VERSION, "def": self.definition_hash, "sources": dict(sorted(self.sources.items())),
+                "ids": dict(sorted(self.table_ids.items()))}
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -37,7 +39,8 @@ class Watermark:
         if not text or not text.startswith(MARKER):
             return None
         body = json.loads(text[len(MARKER):])
-        return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], commit_version)
+        return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], dict(body.get("ids", {})),
+                   commit_version)
 
 
 def latest_watermark(history: Iterable[Mapping[str, Any]]) -> Watermark | None:

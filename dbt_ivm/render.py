@@ -26,12 +26,6 @@ from dbt_ivm.ir import (
 PROP_CONSUMED = "dbt_ivm.consumed"
 SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
 INSERT_TYPES = ("insert", "update_postimage")
-# Canonical JSON: NULL fields kept, timestamps to the microsecond (the default drops micros).
-JSON_OPTIONS = {
-    "ignoreNullFields": "false",
-    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
-    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
-}
 BACKING_PROPERTIES = {
     # A refresh's MERGE touches a few rows of large files: mark them deleted, don't rewrite.
     "delta.enableDeletionVectors": "true",
@@ -76,18 +70,21 @@ def ensure_maintainable(plan: ViewPlan) -> None:
 
 
 def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = None) -> exp.Expression:
-    """Row identity of a source row: md5 of a canonical JSON of the columns the view uses.
+    """Row identity of a source row: a 64-bit hash of the columns the view uses, NULLs flagged.
 
     Delta withholds row ids from change-feed reads, so identity comes from content;
     rows equal on every used column are interchangeable duplicates (a multiplicity).
+    A hash collision can only merge rows whose view columns are also equal, because
+    every key below is (identities, view columns): the view's multiset stays exact.
     """
     if not columns:
-        return lit("")
+        return exp.Literal.number(0)
     args: list[exp.Expression] = []
-    for name, _type in columns:
-        args += [lit(name), col(name, table)]
-    options = func("map", *[lit(x) for kv in JSON_OPTIONS.items() for x in kv])
-    return func("md5", func("to_json", func("named_struct", *args), options))
+    for name, ctype in columns:
+        c = col(name, table)
+        args.append(func("to_json", c) if ctype.lower().startswith("map") else c)
+    args += [exp.Is(this=col(name, table), expression=exp.Null()) for name, _ in columns]
+    return func("xxhash64", *args)
 
 
 def source_columns(source: Source) -> list[exp.Expression]:
@@ -124,10 +121,10 @@ def changes_relation(source: Source, start: int, end: int) -> exp.Expression:
     )
     total = exp.Sum(this=col(SIGN_COLUMN))
     netted = (
-        exp.select(*[func("any_value", col(n)).as_(ident(n)) for n, _ in source.columns])
+        exp.select(*source_columns(source))
         .select(col(RID_COLUMN), total.as_(ident(DELTA_COLUMN)))
         .from_(rows.subquery(ident(f"{HIDDEN_PREFIX}feed")))
-        .group_by(col(RID_COLUMN))
+        .group_by(col(RID_COLUMN), *source_columns(source))
         .having(exp.NEQ(this=total.copy(), expression=lit(0)))
     )
     return netted.subquery(ident(source.alias))
@@ -151,14 +148,13 @@ def _with_rids(query: exp.Select, plan: ViewPlan) -> exp.Select:
     return query.select(*[col(RID_COLUMN, s.alias).as_(ident(s.rid)) for s in plan.sources])
 
 
-def _group_by_rids(inner: exp.Query, plan: ViewPlan, measure: exp.Expression, name: str) -> exp.Select:
-    """One row per identity tuple: outputs are functions of the identities, so any value serves."""
-    rids = [col(s.rid) for s in plan.sources]
+def _group_by_key(inner: exp.Query, plan: ViewPlan, measure: exp.Expression, name: str) -> exp.Select:
+    """One row per stored key: (view columns, identity tuple)."""
+    key = [col(c) for c in _stored_columns(plan)]
     return (
-        exp.select(*[func("any_value", col(o.name)).as_(ident(o.name)) for o in plan.outputs])
-        .select(*rids, measure.as_(ident(name)))
+        exp.select(*key, measure.as_(ident(name)))
         .from_(inner.subquery(ident(f"{HIDDEN_PREFIX}v")))
-        .group_by(*[r.copy() for r in rids])
+        .group_by(*[k.copy() for k in key])
     )
 
 
@@ -166,7 +162,12 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
     """The backing table's full contents at the pinned versions: outputs, identities, count."""
     rels = {s.alias: snapshot_relation(s, versions[s.table.key]) for s in plan.sources}
     inner = _with_rids(substitute(plan.query, rels), plan)
-    return _group_by_rids(inner, plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+    return _group_by_key(inner, plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+
+
+def term_version(other: int, changed: int, old: int, new: int) -> int:
+    """The version of source occurrence `other` in the telescoping term of occurrence `changed`."""
+    return new if other < changed else old
 
 
 def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int]) -> exp.Select | None:
@@ -195,7 +196,7 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int])
             if other.index == i:
                 rels[other.alias] = changes_relation(other, old[k] + 1, new[k])
             else:
-                rels[other.alias] = snapshot_relation(other, new[k] if other.index < i else old[k])
+                rels[other.alias] = snapshot_relation(other, term_version(other.index, i, old[k], new[k]))
         term = _with_rids(substitute(plan.query, rels), plan)
         terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
     if not terms:
@@ -204,7 +205,7 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int])
     for term in terms[1:]:
         union = exp.union(union, term, distinct=False)
     total = exp.Sum(this=col(DELTA_COLUMN))
-    grouped = _group_by_rids(union, plan, total, DELTA_COLUMN)
+    grouped = _group_by_key(union, plan, total, DELTA_COLUMN)
     return grouped.having(exp.NEQ(this=total.copy(), expression=lit(0)))
 
 
@@ -267,7 +268,10 @@ def delta_stats(name: str) -> exp.Select:
 
 
 def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expression:
-    return exp.and_(*[exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources])
+    """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact."""
+    rids = [exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources]
+    outs = [exp.NullSafeEQ(this=col(o.name, left), expression=col(o.name, right)) for o in plan.outputs]
+    return exp.and_(*rids, *outs)
 
 
 def _stored_columns(plan: ViewPlan) -> list[str]:

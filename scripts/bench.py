@@ -1,0 +1,125 @@
+"""Benchmark: incremental refresh vs full rebuild of a 3-way join view, same Spark session, same run.
+
+    .venv/bin/python scripts/bench.py --fact 1000000 --fraction 0.001
+
+Prints each refresh's time with the statements that dominate it, the full rebuild's
+time, and checks every refreshed view against its recompute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from dbt_ivm.ir import TableName  # noqa: E402
+from dbt_ivm.maintain import Maintainer, consistency_sql  # noqa: E402
+from dbt_ivm.session import SparkDatabase, get_spark  # noqa: E402
+
+DB = "ivm_bench"
+VIEW_SQL = f"""
+select f.order_id, f.amount, f.status, c.name as customer, p.category
+from {DB}.fact f
+join {DB}.customers c on f.customer_id = c.customer_id
+join {DB}.products p on f.product_id = p.product_id
+"""
+
+
+class TimedDatabase(SparkDatabase):
+    def __init__(self, spark: Any):
+        super().__init__(spark)
+        self.timings: list[tuple[float, str]] = []
+
+    def execute(self, sql: str) -> None:
+        t = time.time()
+        super().execute(sql)
+        self.timings.append((time.time() - t, sql))
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        t = time.time()
+        rows = super().query(sql)
+        self.timings.append((time.time() - t, sql))
+        return rows
+
+
+def setup(spark: Any, n: int) -> None:
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+    spark.sql(f"create table {DB}.customers (customer_id bigint, name string) {cdf}")
+    spark.sql(f"create table {DB}.products (product_id bigint, category string) {cdf}")
+    spark.sql(f"create table {DB}.fact (order_id bigint, customer_id bigint, product_id bigint, "
+              f"amount double, status string) {cdf}")
+    spark.sql(f"insert into {DB}.customers select id, concat('c', id) from range(10000)")
+    spark.sql(f"insert into {DB}.products select id, concat('cat', id % 20) from range(1000)")
+    spark.sql(f"insert into {DB}.fact select id, (id * 7) % 10000, (id * 13) % 1000, (id % 997) * 1.5, "
+              f"if(id % 3 = 0, 'open', 'shipped') from range({n})")
+
+
+def change_fact(spark: Any, n: int, fraction: float, seed: int, inserts_only: bool = False) -> int:
+    k = max(1, int(n * fraction / (1 if inserts_only else 3)))
+    base = 10_000_000 * (seed + 1)
+    spark.sql(f"insert into {DB}.fact select {base} + id, id % 10000, id % 1000, 1.0, 'new' from range({k})")
+    if not inserts_only:
+        step = n // k
+        spark.sql(f"update {DB}.fact set amount = amount + 1, status = 'upd' "
+                  f"where order_id < {n} and order_id % {step} = {seed % step}")
+        spark.sql(f"delete from {DB}.fact where order_id < {n} and order_id % {step} = {(seed + 1) % step}")
+    return k
+
+
+def change_customers(spark: Any, fraction: float) -> None:
+    spark.sql(f"update {DB}.customers set name = concat(name, '!') where customer_id % {int(1 / fraction)} = 5")
+
+
+def timed(db: TimedDatabase, label: str, fn) -> float:
+    db.timings.clear()
+    t = time.time()
+    outcome = fn()
+    elapsed = time.time() - t
+    top = sorted(db.timings, key=lambda x: -x[0])[:3]
+    print(f"{label}: {elapsed:6.2f} s  [{outcome.message}]")
+    for sec, sql in top:
+        print(f"      {sec:5.2f} s  {sql[:110]}")
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fact", type=int, default=1_000_000)
+    ap.add_argument("--fraction", type=float, default=0.001)
+    ap.add_argument("--no-check", action="store_true")
+    args = ap.parse_args()
+    spark = get_spark(tempfile.mkdtemp(prefix="ivm-bench-"))
+    db = TimedDatabase(spark)
+    view = TableName(DB, "order_facts")
+    m = lambda: Maintainer(db, view, VIEW_SQL)  # noqa: E731
+
+    t = time.time()
+    setup(spark, args.fact)
+    print(f"setup: {args.fact} fact rows, 10000 customers, 1000 products in {time.time() - t:.1f} s")
+    timed(db, "first build        ", lambda: m().materialize(full_refresh=True))
+
+    results = {}
+    k = change_fact(spark, args.fact, args.fraction, seed=1)
+    results["fact mixed"] = timed(db, f"refresh fact +{k}/~{k}/-{k}", lambda: m().materialize())
+    results["rebuild"] = timed(db, "full rebuild       ", lambda: m().materialize(full_refresh=True))
+    k = change_fact(spark, args.fact, args.fraction, seed=2, inserts_only=True)
+    results["fact inserts"] = timed(db, f"refresh fact +{k} only ", lambda: m().materialize())
+    change_customers(spark, args.fraction)
+    results["dimension"] = timed(db, "refresh customers 0.1%", lambda: m().materialize())
+    results["none"] = timed(db, "refresh, no change   ", lambda: m().materialize())
+    if not args.no_check:
+        diff = spark.sql(consistency_sql(db, view)).count()
+        print(f"consistency: {diff} differing rows")
+        assert diff == 0
+    print("summary: " + ", ".join(f"{k} {v:.2f} s" for k, v in results.items()))
+
+
+if __name__ == "__main__":
+    main()

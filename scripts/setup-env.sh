@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Creates ./.venv (Python >= 3.10) and installs dbt-ivm with its test extras. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for c in python3.11 python3.12 python3.10 python3; do
+    if command -v "$c" >/dev/null 2>&1; then PY=$c; break; fi
+  done
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.dbt-ivm-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "== installing dbt-ivm and its dependencies (first time: a few minutes)"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+  touch "$stamp"
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "ERROR: Spark needs Java 17 (java not found on PATH)" >&2
+  exit 1
+fi
+# Spark picks a loopback address without a warning; the Delta jars are fetched from
+# Maven Central into ~/.ivy2* by spark.jars.packages on the first Spark start.
+export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}

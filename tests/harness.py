@@ -1,0 +1,246 @@
+"""Randomized differential harness: random DML on Delta sources, refresh through the engine,
+compare every view with its full recompute.
+
+A `Family` is a set of source tables and the views over them. One round applies
+random inserts / updates / deletes to one, several or all sources (NULLs in keys,
+duplicate rows, tables emptied and refilled), refreshes every view through
+`dbt_ivm.maintain` on the shared Spark session, and compares each view with its
+definition recomputed at the versions the view consumed, as multisets.
+Later view classes plug in by adding a Family.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Maintainer, consistency_sql, read_watermark, backing_table
+
+# Small domains so that joins match, keys collide, and NULLs are common.
+KEYS = [0, 1, 2, 3, None]
+WORDS = ["a", "b", "c", None]
+NUMS = [0.5, 1.0, 2.5, None]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (name, int | string | double)
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    sql: str  # with {db} for the database
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    tables: tuple[Table, ...]
+    views: tuple[View, ...]
+
+
+@dataclass
+class Mismatch:
+    round: int
+    view: str
+    changed: list[str]
+    diff: list[Any]
+    statements: list[str]
+
+
+@dataclass
+class Report:
+    family: str
+    rounds: int = 0
+    view_checks: int = 0
+    refreshes: int = 0
+    no_change: int = 0
+    builds: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    multi_source_rounds: int = 0
+
+    def summary(self) -> str:
+        return (f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
+                f"({self.refreshes} refreshes, {self.no_change} without changes, {self.builds} builds), "
+                f"{self.multi_source_rounds} rounds changed several sources, "
+                f"{len(self.mismatches)} mismatches")
+
+
+def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def domain(kind: str) -> list[Any]:
+    return {"int": KEYS, "string": WORDS, "double": NUMS}[kind]
+
+
+class Harness:
+    def __init__(self, spark: Any, db: Any, family: Family, seed: int, database: str | None = None):
+        self.spark = spark
+        self.db = db
+        self.family = family
+        self.rng = random.Random(seed)
+        self.database = database or f"h_{family.name}_{seed}"
+        self.report = Report(family.name)
+        self.last_statements: list[str] = []
+
+    # -- set up ------------------------------------------------------------------------
+
+    def sql(self, text: str) -> list[Any]:
+        return self.spark.sql(text).collect()
+
+    def qualified(self, table: str) -> str:
+        return f"`{self.database}`.`{table}`"
+
+    def setup(self) -> None:
+        self.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
+        self.sql(f"CREATE DATABASE `{self.database}`")
+        for t in self.family.tables:
+            cols = ", ".join(f"`{c}` {k}" for c, k in t.columns)
+            self.sql(f"CREATE TABLE {self.qualified(t.name)} ({cols}) USING DELTA "
+                     "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+            rows = [self.random_row(t) for _ in range(self.rng.choice([0, 3, 5, 8]))]
+            if rows:
+                self.insert(t, rows)
+        for v in self.family.views:
+            self.materialize(v)
+
+    def random_row(self, t: Table) -> tuple:
+        return tuple(self.rng.choice(domain(k)) for _, k in t.columns)
+
+    def insert(self, t: Table, rows: list[tuple]) -> None:
+        values = ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in rows)
+        self.sql(f"INSERT INTO {self.qualified(t.name)} VALUES {values}")
+
+    # -- one round -----------------------------------------------------------------------
+
+    def predicate(self, t: Table) -> str:
+        col, kind = self.rng.choice(t.columns)
+        value = self.rng.choice(domain(kind))
+        if value is None:
+            return f"`{col}` IS NULL"
+        return f"`{col}` {self.rng.choice(['=', '=', '<>', '<'])} {literal(value)}"
+
+    def mutate(self, t: Table) -> None:
+        """1-3 random statements on one table: each its own Delta commit."""
+        for _ in range(self.rng.randint(1, 3)):
+            op = self.rng.choices(["insert", "dup", "update", "delete", "noop_update", "wipe"],
+                                  weights=[5, 2, 4, 3, 1, 0.3])[0]
+            target = self.qualified(t.name)
+            if op == "insert":
+                self.insert(t, [self.random_row(t) for _ in range(self.rng.randint(1, 4))])
+            elif op == "dup":  # duplicate existing rows: bag semantics
+                self.sql(f"INSERT INTO {target} SELECT * FROM {target} WHERE {self.predicate(t)}")
+            elif op == "update":
+                col, kind = self.rng.choice(t.columns)
+                self.sql(f"UPDATE {target} SET `{col}` = {literal(self.rng.choice(domain(kind)))} "
+                         f"WHERE {self.predicate(t)}")
+            elif op == "noop_update":  # pre and post images equal
+                col, _ = self.rng.choice(t.columns)
+                self.sql(f"UPDATE {target} SET `{col}` = `{col}` WHERE {self.predicate(t)}")
+            elif op == "delete":
+                self.sql(f"DELETE FROM {target} WHERE {self.predicate(t)}")
+            else:
+                self.sql(f"DELETE FROM {target}")
+
+    def round(self, number: int) -> None:
+        tables = list(self.family.tables)
+        how = self.rng.choice(["one", "one", "several", "all", "none"])
+        if how == "one":
+            changed = [self.rng.choice(tables)]
+        elif how == "several":
+            changed = self.rng.sample(tables, self.rng.randint(1, len(tables)))
+        elif how == "all":
+            changed = tables
+        else:
+            changed = []
+        for t in changed:
+            self.mutate(t)
+        if len(changed) > 1:
+            self.report.multi_source_rounds += 1
+        for v in self.family.views:
+            self.materialize(v)
+            diff = self.compare(v)
+            self.report.view_checks += 1
+            if diff:
+                self.report.mismatches.append(
+                    Mismatch(number, v.name, [t.name for t in changed], diff, list(self.last_statements)))
+        self.report.rounds += 1
+
+    def materialize(self, v: View) -> None:
+        m = Maintainer(self.db, TableName(self.database, v.name), v.sql.format(db=f"`{self.database}`"))
+        outcome = m.materialize()
+        self.last_statements = list(m.statements)
+        if outcome.action == "built":
+            self.report.builds += 1
+        elif outcome.action == "refreshed":
+            self.report.refreshes += 1
+        else:
+            self.report.no_change += 1
+
+    def compare(self, v: View) -> list[Any]:
+        """Rows of the view and of the recompute that differ, as multisets, plus hidden-state checks."""
+        view = TableName(self.database, v.name)
+        diff = [tuple(r) for r in self.sql(consistency_sql(self.db, view))]
+        # The view must also equal the model SQL run on the current sources (the refresh pinned them).
+        current = Counter(tuple(r) for r in self.sql(v.sql.format(db=f"`{self.database}`")))
+        stored = Counter(tuple(r) for r in self.sql(f"SELECT * FROM `{self.database}`.`{v.name}`"))
+        if current != stored:
+            diff.append(("current", dict(current - stored), dict(stored - current)))
+        bad = self.sql(f"SELECT count(*) FROM {backing_table(view).sql()} WHERE __ivm_count <= 0")[0][0]
+        if bad:
+            diff.append(("non-positive counts", bad))
+        return diff
+
+    def run(self, rounds: int) -> Report:
+        self.setup()
+        for i in range(rounds):
+            self.round(i)
+        return self.report
+
+    def drop(self) -> None:
+        self.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
+
+
+def watermark_versions(db: Any, database: str, view: str) -> dict[str, int]:
+    mark = read_watermark(db, backing_table(TableName(database, view)))
+    return dict(mark.sources) if mark else {}
+
+
+# -- the families under test ---------------------------------------------------------------
+
+T = Table("t", (("k", "int"), ("v", "string"), ("x", "double")))
+SINGLE = Family("single", (T,), (
+    View("s_filter", "SELECT k, v, x * 2 AS x2 FROM {db}.t WHERE v IS NOT NULL OR k > 1"),
+    View("s_computed", "SELECT k, coalesce(v, 'none') AS v2, x + k AS s, upper(v) AS u FROM {db}.t WHERE x > 0.7"),
+    View("s_star", "SELECT * FROM {db}.t"),
+    View("s_project", "SELECT k FROM {db}.t WHERE k IS NULL OR v = 'a'"),
+))
+
+A = Table("a", (("k", "int"), ("j", "int"), ("v", "string"), ("x", "double")))
+B = Table("b", (("k", "int"), ("j", "int"), ("w", "string"), ("y", "double")))
+C = Table("c", (("j", "int"), ("z", "string")))
+D = Table("d", (("j", "int"), ("k", "int"), ("u", "string")))
+E = Table("e", (("k", "int"), ("t", "string")))
+JOINS = Family("joins", (A, B, C, D, E), (
+    View("j_two", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),
+    View("j_three", "SELECT a.v, b.w, c.z FROM {db}.a a JOIN {db}.b b ON a.k = b.k JOIN {db}.c c ON b.j = c.j"),
+    View("j_five", "SELECT a.v, b.w, c.z, d.u, e.t FROM {db}.a a JOIN {db}.b b ON a.k = b.k "
+                   "JOIN {db}.c c ON b.j = c.j JOIN {db}.d d ON c.j = d.j JOIN {db}.e e ON d.k = e.k"),
+    View("j_self", "SELECT a1.k, a1.v AS v1, a2.v AS v2 FROM {db}.a a1 JOIN {db}.a a2 ON a1.k = a2.j"),
+    View("j_self3", "SELECT a1.v AS v1, a2.v AS v2, a3.x FROM {db}.a a1 JOIN {db}.a a2 ON a1.j = a2.k "
+                    "JOIN {db}.a a3 ON a2.j = a3.k"),
+    View("j_nonequi", "SELECT a.k, b.k AS bk, a.x, b.y FROM {db}.a JOIN {db}.b ON a.x < b.y"),
+    View("j_comma", "SELECT a.k, b.w, a.x + b.y AS s FROM {db}.a, {db}.b WHERE a.k = b.k AND b.w IS NOT NULL"),
+    View("j_nullsafe", "SELECT a.v, b.w FROM {db}.a JOIN {db}.b ON a.k <=> b.k AND a.j <=> b.j"),
+    View("j_cross", "SELECT a.v, e.t FROM {db}.a CROSS JOIN {db}.e WHERE a.k = 1"),
+))

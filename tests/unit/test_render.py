@@ -1,0 +1,113 @@
+"""Golden SQL of the refresh builders, and the pure helpers of maintain/metadata.
+
+Regenerate the golden files after an intended change with:
+    UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/test_render.py
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dbt_ivm import analyze, render
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import backing_table, parse_describe_extended, parse_properties
+from dbt_ivm.metadata import Watermark, latest_watermark
+
+GOLDEN = Path(__file__).parent / "golden"
+SCHEMA = {
+    "db.o": {"id": "int", "cust": "int", "amt": "double", "note": "string"},
+    "db.c": {"cid": "int", "name": "string"},
+}
+JOIN = "select o.id, c.name from db.o o join db.c c on o.cust = c.cid where o.amt > 1"
+SELF = "select a.id, b.id as id2 from db.o a join db.o b on a.cust = b.id"
+BACKING = TableName("db", "v__ivm")
+
+
+def check_golden(name: str, sql: str) -> None:
+    path = GOLDEN / f"{name}.sql"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(sql + "\n")
+    assert sql == path.read_text().strip(), f"golden {path.name} differs:\n{sql}"
+
+
+CASES = {
+    "build_join": lambda: render.build_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}),
+    "delta_join_both_changed": lambda: render.delta_select(
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}),
+    "delta_join_one_changed": lambda: render.delta_select(
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 7}),
+    "delta_self_join": lambda: render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
+    "merge_join": lambda: render.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "insert_join": lambda: render.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "view_join": lambda: render.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "recompute": lambda: render.recompute_select(analyze(JOIN, SCHEMA).normalized_sql, {"db.o": 3, "db.c": 5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_sql(name):
+    check_golden(name, render.sql(CASES[name]()))
+
+
+def test_unchanged_sources_produce_no_delta():
+    assert render.delta_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 5}) is None
+
+
+def test_one_term_per_changed_occurrence():
+    """A self-join has a telescoping term per occurrence: both read the same change feed."""
+    sql = render.sql(render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}))
+    assert sql.count("TABLE_CHANGES") == 2 and sql.count("UNION ALL") == 1
+    # the term of the 2nd occurrence reads the 1st at the new version, the 1st term the 2nd at the old
+    assert "VERSION AS OF 2" in sql and "VERSION AS OF 1" in sql
+
+
+def test_term_versions_telescope():
+    assert render.term_version(0, 1, old=3, new=4) == 4  # earlier occurrence: new state
+    assert render.term_version(2, 1, old=3, new=4) == 3  # later occurrence: old state
+
+
+def test_identifiers_are_quoted():
+    schema = {"my db.weird table": {"select": "int", "Mixed Case": "string"}}
+    plan = analyze("select `select`, `Mixed Case` from `my db`.`weird table`", schema)
+    sql = render.sql(render.build_select(plan, {"my db.weird table": 1}))
+    assert "`my db`.`weird table` VERSION AS OF 1" in sql
+    assert "`select`" in sql and "`Mixed Case`" in sql
+
+
+def test_only_maintained_classes_render():
+    plan = analyze("select cust, count(*) as n from db.o group by cust", SCHEMA)
+    with pytest.raises(UnsupportedView, match="aggregate views are not maintained"):
+        render.ensure_maintainable(plan)
+
+
+def test_watermark_round_trip_and_latest():
+    mark = Watermark({"db.o": 4, "db.c": 7}, "abc", {"db.o": "id-1"})
+    text = mark.encode()
+    assert Watermark.decode(text).sources == {"db.o": 4, "db.c": 7}
+    history = [{"version": 5, "userMetadata": None}, {"version": 4, "userMetadata": text}]
+    latest = latest_watermark(history)
+    assert latest is not None and latest.commit_version == 4 and latest.table_ids == {"db.o": "id-1"}
+    assert latest_watermark([{"version": 1, "userMetadata": "someone else's"}]) is None
+
+
+def test_parse_describe_extended():
+    rows = [
+        {"col_name": "a", "data_type": "int"},
+        {"col_name": "b c", "data_type": "array<string>"},
+        {"col_name": "", "data_type": ""},
+        {"col_name": "# Detailed Table Information", "data_type": ""},
+        {"col_name": "Provider", "data_type": "delta"},
+        {"col_name": "Table Properties", "data_type": "[delta.enableChangeDataFeed=true,x=a=b]"},
+    ]
+    cols, details = parse_describe_extended(rows)
+    assert cols == {"a": "int", "b c": "array<string>"}
+    assert details["Provider"] == "delta"
+    assert parse_properties(details["Table Properties"]) == {"delta.enableChangeDataFeed": "true", "x": "a=b"}
+
+
+def test_backing_table_name():
+    assert backing_table(TableName("s", "v")) == TableName("s", "v__ivm")

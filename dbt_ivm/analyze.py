@@ -17,6 +17,7 @@ from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
 from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.optimizer.simplify import simplify
 
@@ -148,7 +149,8 @@ def source_tables(sql: str) -> list[TableName]:
     tree = parse(sql)
     ctes = _cte_names(tree)
     seen: dict[str, TableName] = {}
-    for table in tree.find_all(exp.Table):
+    tables = sorted(tree.find_all(exp.Table), key=lambda t: t.this.meta.get("start", 0) if t.this else 0)
+    for table in tables:  # in the order the SQL text names them
         if not table.name or (not table.db and table.name.lower() in ctes):
             continue
         if isinstance(table.this, exp.Func):  # table-valued function
@@ -172,10 +174,10 @@ def check_constructs(tree: exp.Expression) -> None:
             raise _refuse("LIMIT", node, "drop the LIMIT, or use materialized='table'")
         if isinstance(node, exp.Offset):
             raise _refuse("OFFSET", node, "drop the OFFSET, or use materialized='table'")
-        if isinstance(node, exp.Order) and not isinstance(node.parent, (exp.Window, exp.AggFunc)):
-            raise _refuse("ORDER BY", node, "a view has no row order: drop ORDER BY and sort when reading")
         if isinstance(node, (exp.Sort, exp.Cluster, exp.Distribute)):
             raise _refuse(f"{node.key.upper()} BY", node, "drop it: a view has no row order")
+        if isinstance(node, exp.Order) and not isinstance(node.parent, (exp.Window, exp.AggFunc)):
+            raise _refuse("ORDER BY", node, "a view has no row order: drop ORDER BY and sort when reading")
         if isinstance(node, exp.SetOperation):
             kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(node), "set operation")
             if not node.args.get("distinct"):
@@ -290,7 +292,8 @@ def _check_table(table: exp.Table) -> None:
                       "read the current table: fast_mv pins source versions itself")
     alias = table.args.get("alias")
     if isinstance(alias, exp.TableAlias) and isinstance(alias.this, exp.Parameter):
-        raise _refuse(f"time travel on {_snippet(table)}", table,
+        name = ".".join(p.name for p in table.parts)
+        raise _refuse(f"time travel on {name}@{alias.this.name}", table,
                       "read the current table: fast_mv pins source versions itself")
     if isinstance(table.this, exp.Func) or isinstance(table.this, exp.Anonymous):
         raise _refuse(f"table-valued function {_snippet(table)}", table,
@@ -309,6 +312,9 @@ def _check_join(join: exp.Join) -> None:
         raise _refuse(f"{join.args['method']} JOIN", join, "write the join condition out with ON")
     if kind == "ASOF" or join.args.get("match_condition") is not None:
         raise _refuse("ASOF JOIN", join, "use materialized='table'")
+    if join.side and join.args.get("on") is None and not join.args.get("using"):
+        raise _refuse(f"an outer join without ON ({join.side.upper()} JOIN {_snippet(join.this)})", join,
+                      "give the join condition with ON")
 
 
 def _check_aggregate(node: exp.AggFunc) -> None:
@@ -370,9 +376,32 @@ def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
     _restore_output_names(tree, schema)
     tree = eliminate_subqueries(tree)
     _check_null_supplied_subqueries(tree)
-    tree = merge_subqueries(tree)
+    tree = merge_subqueries(_inline_shared_ctes(tree))
     tree = eliminate_ctes(tree)
     tree = simplify(tree, dialect=DIALECT)
+    return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
+
+
+def _inline_shared_ctes(tree: exp.Expression) -> exp.Expression:
+    """A CTE read more than once becomes one derived table per read (in place), so that
+    merge_subqueries, which merges only CTEs read once, can merge each of them.
+    Runs after eliminate_subqueries (which would deduplicate the copies back into one CTE),
+    so every derived table is a CTE of the top-level WITH."""
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    if not isinstance(with_, exp.With):
+        return tree
+    for cte in list(with_.expressions):
+        name = cte.alias_or_name.lower()
+        reads = [t for t in tree.find_all(exp.Table)
+                 if not t.db and t.name.lower() == name and t.find_ancestor(exp.CTE) is not cte]
+        if len(reads) < 2 or not _mergeable(cte.this):
+            continue
+        for table in reads:
+            alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name, quoted=True))
+            table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+        cte.pop()
+    if not with_.expressions:
+        with_.pop()
     return tree
 
 

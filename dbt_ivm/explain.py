@@ -5,7 +5,7 @@ from __future__ import annotations
 from dbt_ivm import render
 from dbt_ivm.analyze import DIALECT, Schema, analyze
 from dbt_ivm.errors import UnsupportedView
-from dbt_ivm.ir import InnerGroup, JoinNode, Leaf, OuterJoin, ViewClass, ViewPlan
+from dbt_ivm.ir import InnerGroup, JoinNode, Leaf, OuterJoin, ViewPlan
 
 
 def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:

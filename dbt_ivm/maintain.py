@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
-from dbt_ivm.errors import IvmError, SourceError, StateError
+from dbt_ivm.errors import SourceError, StateError
 from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -35,6 +35,8 @@ from dbt_ivm.metadata import (
 )
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 BACKING_SUFFIX = "__ivm"
 # Session-wide confs (the commit metadata) must not interleave between threads sharing a session.
 COMMIT_LOCK = threading.Lock()
@@ -136,14 +138,16 @@ def check_source(info: SourceInfo) -> None:
                           f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
 
 
+def table_id(db: Database, table: TableName) -> str:
+    """Delta's table id: it changes when a table is dropped and created again under the same name."""
+    return str(db.query(f"DESCRIBE DETAIL {table.sql()}")[0]["id"])
+
+
 def current_version(db: Database, table: TableName) -> int:
     rows = db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT 1")
     return int(rows[0]["version"])
 
 
-def table_id(db: Database, table: TableName) -> str:
-    """Delta's table id: changes when a table is dropped and created again under the same name."""
-    return str(db.query(f"DESCRIBE DETAIL {table.sql()}")[0]["id"])
 
 
 def table_exists(db: Database, table: TableName) -> bool:
@@ -169,23 +173,40 @@ def view_properties(db: Database, backing: TableName) -> dict[str, str]:
     return {r["key"]: r["value"] for r in rows}
 
 
-def read_watermark(db: Database, backing: TableName) -> Watermark | None:
+def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, int]:
+    """(the newest watermark, the table's latest version)."""
     rows = db.query(f"DESCRIBE HISTORY {backing.sql()} LIMIT 20")
     mark = latest_watermark(rows)
     if mark is None and len(rows) == 20:
         mark = latest_watermark(db.query(f"DESCRIBE HISTORY {backing.sql()}"))
-    return mark
+    return mark, int(rows[0]["version"]) if rows else -1
+
+
+def read_watermark(db: Database, backing: TableName) -> Watermark | None:
+    return read_history(db, backing)[0]
 
 
 @contextmanager
-def commit_metadata(db: Database, mark: Watermark) -> Iterator[None]:
-    """Record `mark` in the next commit; serialized because the conf is session-wide."""
+def commit_metadata(db: Database, mark: Watermark, backing: TableName | None = None,
+                    read_version: int | None = None) -> Iterator[None]:
+    """Record `mark` in the next commit; serialized because the confs are session-wide.
+
+    With `read_version` (the view's version the refresh started from) the write is also
+    idempotent per (view, version): of two refreshes that started from the same state, Delta
+    applies one and skips or rejects the other, so a change set is never applied twice.
+    """
+    confs = {USER_METADATA_CONF: mark.encode()}
+    if backing is not None and read_version is not None:
+        confs[TXN_APP_CONF] = f"dbt-ivm:{backing.key}"
+        confs[TXN_VERSION_CONF] = str(read_version + 1)
     with COMMIT_LOCK:
-        db.execute(f"SET {USER_METADATA_CONF}={mark.encode()}")
+        for key, value in confs.items():
+            db.execute(f"SET {key}={value}")
         try:
             yield
         finally:
-            db.execute(f"RESET {USER_METADATA_CONF}")
+            for key in confs:
+                db.execute(f"RESET {key}")
 
 
 class Maintainer:
@@ -199,6 +220,7 @@ class Maintainer:
         self.log = log
         self.statements: list[str] = []
         self.ids: dict[str, str] = {}
+        self.read_version: int | None = None
 
     def run(self, sql: str) -> None:
         self.statements.append(sql)
@@ -226,7 +248,7 @@ class Maintainer:
         if not (table_exists(self.db, self.backing) and table_exists(self.db, self.view)):
             return self.build(plan, pinned, "first build")
         props = view_properties(self.db, self.backing)
-        mark = read_watermark(self.db, self.backing)
+        mark, self.read_version = read_history(self.db, self.backing)
         if mark is None or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
             return self.build(plan, pinned, "no watermark in the stored view")
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
@@ -279,41 +301,58 @@ class Maintainer:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
         self.log(f"fast_mv {self.view}: reading changes from {ranges}")
-        delta = render.delta_select(plan, old, pinned)
-        assert delta is not None
-        name = f"__ivm_delta_{uuid.uuid4().hex[:12]}"
+        uid = uuid.uuid4().hex[:12]
+        staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if s.table.key in moved}
+        name = f"__ivm_delta_{uid}"
         new_mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
         try:
-            try:
-                self.run(render.cache_as(name, delta))
-            except IvmError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                if LOST_HISTORY.search(str(e)):
-                    raise StateError(
-                        f"the change history of {ranges} is no longer readable ({_first_line(e)}): "
-                        "it was vacuumed, or change data feed was off for part of it; "
-                        "run dbt with --full-refresh for this model"
-                    ) from e
-                raise
+            self._stage_changes(plan, old, pinned, staged)
+            delta = render.delta_select(plan, old, pinned, staged)
+            assert delta is not None
+            self.run(render.cache_as(name, delta))
             stats = self.db.query(render.sql(render.delta_stats(name)))[0]
             inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
-            with commit_metadata(self.db, new_mark):
+            with commit_metadata(self.db, new_mark, self.backing, self.read_version):
                 if int(stats["n"]) == 0:
                     self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
                     return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
                                    statements=tuple(self.statements))
-                if int(stats["min_d"]) > 0 and self._all_new(plan, name):
+                if int(stats["min_d"]) > 0 and self._all_new(plan, staged):
                     self.run(render.sql(render.insert_statement(plan, self.backing, name)))
                 else:
                     self.run(render.sql(render.merge_statement(plan, self.backing, name)))
         finally:
-            self.db.execute(render.uncache(name))
+            for temp in [name, *staged.values()]:
+                for statement in render.release(temp):
+                    self.db.execute(statement)
+        committed = read_watermark(self.db, self.backing)
+        if committed is None or committed.encode() != new_mark.encode():
+            raise StateError(
+                f"another refresh of {self.view} committed first; this run's change set was discarded "
+                "and the view is consistent as of that refresh: run dbt again to catch up"
+            )
         return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}",
                        inserted, deleted, dict(pinned), tuple(self.statements))
 
-    def _all_new(self, plan: ViewPlan, delta: str) -> bool:
-        rows = self.db.query(render.sql(render.existing_keys(plan, self.backing, delta)))
+    def _stage_changes(self, plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
+                       staged: Mapping[int, str]) -> None:
+        """Evaluate each moved source's net change once; lost history fails loudly here."""
+        for index, temp in staged.items():
+            source = plan.sources[index]
+            key = source.table.key
+            try:
+                self.run(render.cache_as(temp, render.change_select(source, old[key] + 1, new[key])))
+            except Exception as e:  # noqa: BLE001 - the connection's error type varies
+                if LOST_HISTORY.search(str(e)):
+                    raise StateError(
+                        f"the change history of {key} v{old[key]}..v{new[key]} is no longer readable "
+                        f"({_first_line(e)}): it was vacuumed, or change data feed was off for part of it; "
+                        "run dbt with --full-refresh for this model"
+                    ) from e
+                raise
+
+    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str]) -> bool:
+        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged)))
         return int(rows[0]["n"]) == 0
 
 

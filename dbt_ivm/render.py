@@ -103,7 +103,7 @@ def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> ex
     return select.subquery(ident(source.alias))
 
 
-def changes_relation(source: Source, start: int, end: int) -> exp.Expression:
+def change_select(source: Source, start: int, end: int) -> exp.Select:
     """Net change of one source between two versions, per row identity.
 
     `__ivm_d` is +n for n more copies, -n for n fewer: an update's pre- and
@@ -127,7 +127,18 @@ def changes_relation(source: Source, start: int, end: int) -> exp.Expression:
         .group_by(col(RID_COLUMN), *source_columns(source))
         .having(exp.NEQ(this=total.copy(), expression=lit(0)))
     )
-    return netted.subquery(ident(source.alias))
+    return netted
+
+
+def changes_relation(source: Source, start: int, end: int, staged: str | None = None) -> exp.Expression:
+    """The net change as a relation under the source's alias; `staged` names a cached copy.
+
+    Staging (CACHE TABLE) evaluates the feed once and gives Spark its real, small size,
+    so the joins below broadcast the change rows instead of shuffling the other sources.
+    """
+    if staged:
+        return exp.Table(this=ident(staged), alias=exp.TableAlias(this=ident(source.alias)))
+    return change_select(source, start, end).subquery(ident(source.alias))
 
 
 def substitute(query: exp.Select, relations: Mapping[str, exp.Expression]) -> exp.Select:
@@ -170,7 +181,8 @@ def term_version(other: int, changed: int, old: int, new: int) -> int:
     return new if other < changed else old
 
 
-def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int]) -> exp.Select | None:
+def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
+                 staged: Mapping[int, str] | None = None) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple.
 
     The view is multilinear in its sources' multiplicities, so with sources in
@@ -183,6 +195,7 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int])
     sources before i new and those after i old (time travel); a source whose
     version did not move has dRi = 0 (no term) and Rj = Rj' (read once, at the
     pinned version). Self-joins are just two occurrences, each its own Ri.
+    `staged` maps occurrence index -> cached change set (see `changes_relation`).
     Returns None when no source moved.
     """
     terms = []
@@ -194,7 +207,7 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int])
         for other in plan.sources:
             k = other.table.key
             if other.index == i:
-                rels[other.alias] = changes_relation(other, old[k] + 1, new[k])
+                rels[other.alias] = changes_relation(other, old[k] + 1, new[k], (staged or {}).get(i))
             else:
                 rels[other.alias] = snapshot_relation(other, term_version(other.index, i, old[k], new[k]))
         term = _with_rids(substitute(plan.query, rels), plan)
@@ -251,8 +264,9 @@ def cache_as(name: str, select: exp.Select) -> str:
     return f"CACHE TABLE {sql(ident(name))} AS {sql(select)}"
 
 
-def uncache(name: str) -> str:
-    return f"UNCACHE TABLE IF EXISTS {sql(ident(name))}"
+def release(name: str) -> tuple[str, str]:
+    """Drop a cached change set and its temporary view."""
+    return f"UNCACHE TABLE IF EXISTS {sql(ident(name))}", f"DROP VIEW IF EXISTS {sql(ident(name))}"
 
 
 def delta_stats(name: str) -> exp.Select:
@@ -278,15 +292,22 @@ def _stored_columns(plan: ViewPlan) -> list[str]:
     return [o.name for o in plan.outputs] + [s.rid for s in plan.sources]
 
 
-def existing_keys(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select:
-    """How many changed identity tuples the view already stores (0: a plain append will do)."""
-    t = backing.to_table()
-    t.set("alias", exp.TableAlias(this=ident("t")))
-    return (
-        exp.select(exp.Count(this=exp.Star()).as_("n"))
-        .from_(temp_table(delta).as_("s"))
-        .join(t, on=_key_match(plan, "t", "s"))
-    )
+def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str]) -> exp.Select:
+    """How many stored rows mention a changed source row (0: every changed key is new, append).
+
+    Reads one bigint column of the view per changed occurrence: every key of the change set
+    carries the identity of a change row in that occurrence's column.
+    """
+    probes = [
+        exp.select(lit(1).as_("one")).from_(backing.to_table()).where(
+            exp.In(this=col(plan.sources[i].rid),
+                   query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery()))
+        for i, name in sorted(staged.items())
+    ]
+    union: exp.Query = probes[0]
+    for probe in probes[1:]:
+        union = exp.union(union, probe, distinct=False)
+    return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union.subquery(ident(f"{HIDDEN_PREFIX}p")))
 
 
 def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Insert:

@@ -62,15 +62,15 @@ def _mismatches(spark, spark_db, family: Family, rounds: int, seed: int) -> int:
 
 
 def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
-    original = render.changes_relation
+    original = render.change_select
 
     def without_deletes(source, start, end):
-        rel = original(source, start, end)
-        feed = next(s for s in rel.find_all(exp.Select) if s.args.get("group") is None)
+        select = original(source, start, end)
+        feed = next(s for s in select.find_all(exp.Select) if s.args.get("group") is None)
         feed.where(exp.NEQ(this=render.col("_change_type"), expression=render.lit("delete")), copy=False)
-        return rel
+        return select
 
-    monkeypatch.setattr(render, "changes_relation", without_deletes)
+    monkeypatch.setattr(render, "change_select", without_deletes)
     family = Family("broken_del", (T,), (View("v", "SELECT * FROM {db}.t"),))
     assert _mismatches(spark, spark_db, family, 12, seed=3) > 0
 

@@ -1,0 +1,135 @@
+"""The engine on Spark, without dbt: plans that touch only what the change needs, and bad
+state that fails loudly instead of producing a wrong view."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt_ivm import render
+from dbt_ivm.errors import SourceError, StateError, UnsupportedView
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Maintainer, consistency_sql, table_exists
+
+pytestmark = pytest.mark.spark
+DB = "ivm_engine_test"
+JOIN = f"select o.id, o.amt, c.name from {DB}.o o join {DB}.c c on o.cust = c.cid"
+
+
+@pytest.fixture()
+def sources(spark):
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+    spark.sql(f"create table {DB}.o (id int, cust int, amt double) {cdf}")
+    spark.sql(f"create table {DB}.c (cid int, name string) {cdf}")
+    spark.sql(f"insert into {DB}.o select id, id % 50, id * 1.5 from range(2000)")
+    spark.sql(f"insert into {DB}.c select id, concat('n', id) from range(50)")
+    yield
+    spark.sql(f"drop database if exists {DB} cascade")
+
+
+def mv(db, name="v", sql=JOIN):
+    return Maintainer(db, TableName(DB, name), sql)
+
+
+def assert_consistent(spark, db, name="v"):
+    assert spark.sql(consistency_sql(db, TableName(DB, name))).count() == 0
+
+
+def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 500 = 3")
+    m = mv(spark_db)
+    m.materialize()
+    statements = "\n".join(m.statements)
+    assert f"TABLE_CHANGES('`{DB}`.`o`'" in statements
+    assert f"TABLE_CHANGES('`{DB}`.`c`'" not in statements  # an unchanged source costs no feed read
+    assert "MERGE INTO" in statements
+    # The plan of the change set: the staged change rows are the broadcast side of the join,
+    # so the other source is scanned once, not shuffled.
+    plan = m.inspect()[0]
+    versions_old, versions_new = {f"{DB}.o": 1, f"{DB}.c": 1}, {f"{DB}.o": 2, f"{DB}.c": 1}
+    spark.sql(render.cache_as("__ivm_plan_chg", render.change_select(plan.sources[0], 2, 2)))
+    try:
+        staged = render.delta_select(plan, versions_old, versions_new, {0: "__ivm_plan_chg"})
+        physical = spark.sql("EXPLAIN " + render.sql(staged)).collect()[0][0]
+    finally:
+        for statement in render.release("__ivm_plan_chg"):
+            spark.sql(statement)
+    assert "BroadcastHashJoin" in physical and "SortMergeJoin" not in physical, physical
+    assert_consistent(spark, spark_db)
+
+
+def test_insert_only_change_appends_without_merge(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"insert into {DB}.o values (5000, 1, 2.0), (5001, 2, 3.0)")
+    m = mv(spark_db)
+    out = m.materialize()
+    assert out.action == "refreshed" and out.inserted == 2 and out.deleted == 0
+    assert any(s.startswith("INSERT INTO") for s in m.statements)
+    assert not any(s.startswith("MERGE") for s in m.statements)
+    # a duplicate of an existing row must go through MERGE (its key is already stored)
+    spark.sql(f"insert into {DB}.o values (5000, 1, 2.0)")
+    m = mv(spark_db)
+    m.materialize()
+    assert any(s.startswith("MERGE") for s in m.statements)
+    assert_consistent(spark, spark_db)
+
+
+def test_no_net_change_advances_the_watermark_without_touching_data(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"update {DB}.o set amt = amt where id < 10")  # pre and post images equal
+    m = mv(spark_db)
+    out = m.materialize()
+    assert out.action == "no changes" and "no net changes" in out.message
+    assert not any(s.startswith(("MERGE", "INSERT")) for s in m.statements)
+    assert mv(spark_db).materialize().message == "no changes"  # the watermark moved
+
+
+def test_lost_change_history_fails_loudly(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = false)")
+    spark.sql(f"delete from {DB}.o where id < 5")
+    spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = true)")
+    with pytest.raises(StateError, match="no longer readable.*--full-refresh"):
+        mv(spark_db).materialize()
+    assert mv(spark_db).materialize(full_refresh=True).action == "built"
+    assert_consistent(spark, spark_db)
+
+
+def test_recreated_source_fails_loudly(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"drop table {DB}.c")
+    spark.sql(f"create table {DB}.c (cid int, name string) using delta "
+              "tblproperties (delta.enableChangeDataFeed = true)")
+    for i in range(3):
+        spark.sql(f"insert into {DB}.c values ({i}, 'x')")
+    with pytest.raises(StateError, match="dropped and created again"):
+        mv(spark_db).materialize()
+
+
+def test_bad_sources_and_models_write_nothing(spark, spark_db, sources):
+    spark.sql(f"create table {DB}.p (id int) using parquet")
+    spark.sql(f"create table {DB}.nocdf (id int) using delta")
+    spark.sql(f"alter table {DB}.nocdf set tblproperties (delta.enableChangeDataFeed = false)")
+    cases = [
+        (f"select id from {DB}.p", SourceError, "not Delta"),
+        (f"select id from {DB}.nocdf", SourceError,
+         f"ALTER TABLE `{DB}`.`nocdf` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"),
+        (f"select id as __ivm_x from {DB}.o", UnsupportedView, "reserved prefix"),
+        (f"select id, rank() over (order by id) r from {DB}.o", UnsupportedView, "window function"),
+    ]
+    for sql, error, text in cases:
+        with pytest.raises(error, match=".*") as info:
+            mv(spark_db, "bad", sql).materialize()
+        assert text in str(info.value)
+        assert "\n" not in str(info.value)
+        assert not table_exists(spark_db, TableName(DB, "bad"))
+        assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
+
+
+def test_changed_definition_rebuilds(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    out = mv(spark_db, sql=JOIN + " where o.amt > 10").materialize()
+    assert out.action == "built"
+    assert_consistent(spark, spark_db)

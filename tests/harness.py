@@ -154,7 +154,7 @@ class Harness:
 
     def round(self, number: int) -> None:
         tables = list(self.family.tables)
-        how = self.rng.choice(["one", "one", "several", "all", "none"])
+        how = self.rng.choices(["one", "several", "all", "none"], weights=[4, 3, 2, 1])[0]
         if how == "one":
             changed = [self.rng.choice(tables)]
         elif how == "several":
@@ -204,10 +204,17 @@ class Harness:
             diff.append(("watermark", consumed, self.pinned))
         return diff
 
-    def run(self, rounds: int) -> Report:
+    def run(self, rounds: int, deadline: float | None = None, progress: bool = False) -> Report:
+        """`rounds` rounds, or fewer if the wall clock passes `deadline` (time.time())."""
+        import time
+
         self.setup()
         for i in range(rounds):
+            if deadline is not None and time.time() > deadline:
+                break
             self.round(i)
+            if progress:
+                print(f"  [{time.strftime('%H:%M:%S')}] {self.report.summary()}", flush=True)
         return self.report
 
     def drop(self) -> None:

@@ -16,14 +16,14 @@ from tests.harness import JOINS, SINGLE, A, B, Family, Harness, T, View
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"single": 8, "joins": 5}
+SAMPLE = {"single": 6, "joins": 3}
 STRESS = {"single": 60, "joins": 115}  # x4 and x9 views: 240 + 1035 checked refreshes
 
 
-def _run(spark, spark_db, family: Family, rounds: int, seed: int) -> None:
+def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:
     start = time.time()
     harness = Harness(spark, spark_db, family, seed)
-    report = harness.run(rounds)
+    report = harness.run(rounds, deadline=start + minutes * 60 if minutes else None, progress=minutes is not None)
     elapsed = time.time() - start
     print(f"\n{report.summary()} in {elapsed:.0f} s (seed {seed})")
     harness.drop()
@@ -42,7 +42,8 @@ def test_randomized_sample(spark, spark_db, family, request):
 @pytest.mark.parametrize("family", [SINGLE, JOINS], ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
-    _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 20261122)
+    _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 20261122,
+         request.config.getoption("--minutes") or 24 * 60)
 
 
 # -- the harness must catch a broken refresh ---------------------------------------------

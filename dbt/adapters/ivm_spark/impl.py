@@ -94,4 +94,4 @@ class IvmSparkAdapter(SparkAdapter):
         try:
             return maintain.explain_view(_ConnectionDatabase(self), _table(relation))
         except IvmError as e:
-            return f"refused: {e}"
+            raise _dbt_error(e) from e

@@ -1,0 +1,168 @@
+"""Models, sources and source data of the fast_mv functional tests.
+
+A model's SQL is a template with `{orders}`-style placeholders for its sources:
+`model(...)` fills them with dbt `source()` calls for the model file, and
+`recompute(...)` with the tables' real names, to recompute the model with plain
+Spark SQL and compare it with the view.
+"""
+
+from __future__ import annotations
+
+SOURCE_NAME = "src"
+
+# Every source lives in the test's own schema, so dropping the schema cleans up.
+SOURCES_YML = """
+version: 2
+sources:
+  - name: src
+    schema: "{{ target.schema }}"
+    tables:
+      - name: orders
+      - name: customers
+      - name: regions
+      - name: items
+      - name: parquet_items
+      - name: plain_items
+"""
+
+CDF = "USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+
+SHOP_TABLES = {
+    "orders": "order_id BIGINT, customer_id BIGINT, amount DOUBLE, status STRING",
+    "customers": "customer_id BIGINT, name STRING, region_id INT",
+    "regions": "region_id INT, region_name STRING",
+}
+
+# NULLs in filter, join and output columns; duplicate rows (identical on every column).
+SHOP_ROWS = {
+    "orders": """
+        (1, 10, 120.0, 'open'), (2, 10, 5.0, 'open'), (3, 11, 300.0, 'shipped'),
+        (4, 12, 50.0, NULL), (5, NULL, 80.0, 'open'), (6, 13, NULL, 'open'),
+        (7, 11, 300.0, 'shipped'), (7, 11, 300.0, 'shipped'), (8, 99, 40.0, 'open')
+    """,
+    "customers": """
+        (10, 'ann', 1), (11, 'bob', 2), (12, 'cyd', NULL), (13, 'dan', 3),
+        (NULL, 'nobody', 1), (14, 'eve', 2)
+    """,
+    "regions": "(1, 'north'), (2, 'south'), (3, 'east'), (NULL, 'nowhere')",
+}
+
+# Inserts, updates (to and from NULL, of filter and join columns), deletes and new
+# duplicates on every source; each statement is one Delta version.
+SHOP_CHANGES = [
+    "INSERT INTO {orders} VALUES (9, 14, 70.0, 'open'), (10, NULL, NULL, NULL), "
+    "(1, 10, 120.0, 'open'), (11, 13, 15.0, 'open'), (11, 13, 15.0, 'open'), (12, 15, 60.0, 'open')",
+    "UPDATE {orders} SET "
+    "amount = CASE WHEN order_id IN (2, 3) THEN amount + 100 ELSE amount END, "
+    "status = CASE WHEN order_id IN (2, 3) THEN 'updated' WHEN order_id = 6 THEN NULL ELSE status END, "
+    "customer_id = CASE WHEN order_id = 5 THEN 12 ELSE customer_id END "
+    "WHERE order_id IN (2, 3, 5, 6)",
+    "DELETE FROM {orders} WHERE order_id IN (4, 8)",
+    "INSERT INTO {customers} VALUES (99, 'zed', 3), (15, 'fay', 1), (15, 'fay', 1)",
+    "UPDATE {customers} SET "
+    "name = CASE WHEN customer_id = 11 THEN 'robert' ELSE name END, "
+    "region_id = CASE WHEN customer_id = 12 THEN 1 ELSE region_id END "
+    "WHERE customer_id IN (11, 12)",
+    "DELETE FROM {customers} WHERE customer_id = 13",
+    "INSERT INTO {regions} VALUES (4, 'west'), (2, 'south')",
+    "UPDATE {regions} SET region_name = 'north-east' WHERE region_id = 1",
+    "DELETE FROM {regions} WHERE region_id = 3",
+]
+
+# Single source: a filter, computed columns, a NULL-tolerant predicate.
+ORDERS_MV = """
+select
+    order_id,
+    customer_id,
+    amount,
+    amount * 2 as doubled,
+    upper(status) as status_code
+from {orders}
+where amount >= 10 or status is null
+"""
+
+# Two-way inner join.
+ORDER_CUSTOMERS = """
+select
+    o.order_id,
+    o.amount,
+    o.status,
+    c.customer_id,
+    c.name as customer_name
+from {orders} o
+join {customers} c on o.customer_id = c.customer_id
+"""
+
+# Three-way inner join.
+ORDER_REGIONS = """
+select
+    o.order_id,
+    o.amount,
+    c.name as customer_name,
+    r.region_name
+from {orders} o
+join {customers} c on o.customer_id = c.customer_id
+join {regions} r on c.region_id = r.region_id
+"""
+
+SHOP_MODELS = {
+    "orders_mv": (ORDERS_MV, ["order_id", "customer_id", "amount", "doubled", "status_code"]),
+    "order_customers": (ORDER_CUSTOMERS, ["order_id", "amount", "status", "customer_id", "customer_name"]),
+    "order_regions": (ORDER_REGIONS, ["order_id", "amount", "customer_name", "region_name"]),
+}
+
+# A plain dbt view over a fast_mv: `ref()` must resolve to the model's columns only.
+ORDERS_MV_REF = """
+{{ config(materialized='view') }}
+select * from {{ ref('orders_mv') }}
+"""
+
+CONSISTENT_SCHEMA_YML = """
+version: 2
+models:
+{models}
+"""
+
+# --- a single-source model for the consistency, rebuild and explain tests ------------
+
+ITEMS_TABLE = "item_id BIGINT, name STRING, price DOUBLE"
+ITEMS_ROWS = "(1, 'apple', 1.5), (2, 'pear', 2.0), (3, NULL, 3.0), (4, 'fig', NULL), (4, 'fig', NULL)"
+
+ITEM_MV = """
+select item_id, name, price
+from {items}
+where price > 1 or price is null
+"""
+
+ITEM_MV_CHANGED = """
+select item_id, upper(name) as name_upper, price * 10 as price_x10
+from {items}
+"""
+
+# --- models fast_mv must refuse ---------------------------------------------------------
+
+PLAIN_ITEMS_TABLE = "item_id BIGINT, name STRING, price DOUBLE"
+
+FROM_PARQUET = "select item_id, name from {parquet_items}"
+FROM_NO_CDF = "select item_id, name from {plain_items}"
+RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
+WINDOW_FUNCTION = "select item_id, row_number() over (order by price) as rn from {items}"
+
+
+def model(template: str) -> str:
+    """The model file: sources through dbt's source()."""
+    names = ["orders", "customers", "regions", "items", "parquet_items", "plain_items"]
+    return "{{ config(materialized='fast_mv') }}\n" + template.format(
+        **{n: "{{ source('%s', '%s') }}" % (SOURCE_NAME, n) for n in names}
+    )
+
+
+def recompute(template: str, schema: str) -> str:
+    """The model's SQL on the sources' real names, for Spark to run directly."""
+    names = ["orders", "customers", "regions", "items", "parquet_items", "plain_items"]
+    return template.format(**{n: f"{schema}.{n}" for n in names})
+
+
+def consistent_schema_yml(*models: str) -> str:
+    lines = "\n".join(f"  - name: {m}\n    data_tests: [fast_mv_consistent]" for m in models)
+    return CONSISTENT_SCHEMA_YML.format(models=lines)

@@ -1,0 +1,318 @@
+"""The fast_mv materialization through dbt: build, refresh, consistency test, refusals, explain.
+
+Sources are Delta tables with change data feed on, created with plain Spark SQL in
+each test class's own schema (the `spark` fixture is the session dbt runs on).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+
+import pytest
+from dbt.tests.util import run_dbt, write_file
+
+from integration_tests.fixtures import (
+    CDF,
+    FROM_NO_CDF,
+    FROM_PARQUET,
+    ITEM_MV,
+    ITEM_MV_CHANGED,
+    ITEMS_ROWS,
+    ITEMS_TABLE,
+    ORDERS_MV_REF,
+    PLAIN_ITEMS_TABLE,
+    RESERVED_PREFIX,
+    SHOP_CHANGES,
+    SHOP_MODELS,
+    SHOP_ROWS,
+    SHOP_TABLES,
+    SOURCES_YML,
+    WINDOW_FUNCTION,
+    consistent_schema_yml,
+    model,
+    recompute,
+)
+
+pytestmark = pytest.mark.spark
+
+MODEL_SOURCES = {
+    "orders_mv": ["orders"],
+    "order_customers": ["orders", "customers"],
+    "order_regions": ["orders", "customers", "regions"],
+}
+REFRESHED = re.compile(r"^refreshed: \+\d+/-\d+ rows from ")
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def create_source(spark, schema: str, name: str, columns: str, rows: str | None = None,
+                  using: str = CDF) -> None:
+    spark.sql(f"CREATE TABLE {schema}.{name} ({columns}) {using}")
+    if rows:
+        spark.sql(f"INSERT INTO {schema}.{name} VALUES {rows}")
+
+
+def version(spark, schema: str, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY {schema}.{table} LIMIT 1").collect()[0]["version"])
+
+
+def multiset(spark, sql: str) -> Counter:
+    return Counter(tuple(row) for row in spark.sql(sql).collect())
+
+
+def assert_view_matches_model(spark, schema: str, name: str, template: str) -> Counter:
+    """The view, as a multiset of rows, equals the model's SQL run on the current sources."""
+    view = multiset(spark, f"SELECT * FROM {schema}.{name}")
+    expected = multiset(spark, recompute(template, schema))
+    assert view == expected, f"{name}: view differs from its model recomputed"
+    return view
+
+
+def relations(spark, schema: str) -> set[str]:
+    rows = spark.sql(f"SHOW TABLES IN {schema}").collect()
+    return {r["tableName"].lower() for r in rows if not r["isTemporary"]}
+
+
+def messages(results) -> dict[str, str]:
+    return {r.node.name: r.message for r in results}
+
+
+def assert_tests_pass(count: int, *select: str) -> None:
+    args = ["test"] + (["--select", *select] if select else [])
+    results = run_dbt(args)
+    assert len(results) == count
+    assert all(r.status == "pass" for r in results), [(r.node.name, r.status) for r in results]
+
+
+def assert_test_fails(*select: str) -> None:
+    results = run_dbt(["test", "--select", *select], expect_pass=False)
+    assert len(results) == 1
+    assert results[0].status == "fail" and results[0].failures >= 1, (results[0].status, results[0].message)
+
+
+# --- build, refresh, no changes, full refresh: single source and joins, 4 threads ------
+
+
+class TestFastMvLifecycle:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.sql": model(sql) for name, (sql, _) in SHOP_MODELS.items()}
+        files["orders_mv_ref.sql"] = ORDERS_MV_REF
+        files["sources.yml"] = SOURCES_YML
+        files["schema.yml"] = consistent_schema_yml(*SHOP_MODELS)
+        return files
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        for name, columns in SHOP_TABLES.items():
+            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+
+    def check_all(self, spark, schema: str) -> dict[str, Counter]:
+        return {name: assert_view_matches_model(spark, schema, name, sql)
+                for name, (sql, _) in SHOP_MODELS.items()}
+
+    def test_build_refresh_no_changes_full_refresh(self, project, spark):
+        schema = project.test_schema
+        built_at = {t: version(spark, schema, t) for t in SHOP_TABLES}
+
+        # first run builds every fast_mv (and the plain view over one of them)
+        results = run_dbt(["run", "--threads", "4"])
+        assert len(results) == 4
+        msgs = messages(results)
+        for name in SHOP_MODELS:
+            assert msgs[name].startswith("built"), msgs
+        names = relations(spark, schema)
+        views = {r["viewName"].lower() for r in spark.sql(f"SHOW VIEWS IN {schema}").collect()}
+        for name, (_, columns) in SHOP_MODELS.items():
+            assert name in views and name + "__ivm" in names
+            # the relation exposes exactly the model's columns; the backing table holds the hidden ones
+            assert spark.table(f"{schema}.{name}").columns == columns
+            assert any(c.startswith("__ivm_") for c in spark.table(f"{schema}.{name}__ivm").columns)
+        assert spark.table(f"{schema}.orders_mv_ref").columns == SHOP_MODELS["orders_mv"][1]
+        before = self.check_all(spark, schema)
+        assert all(before.values()), "every view starts non-empty"
+        assert before["orders_mv"][(7, 11, 300.0, 600.0, "SHIPPED")] == 2, "duplicate rows are kept"
+        assert_tests_pass(3)
+
+        # inserts, updates, deletes, NULLs and duplicates on all three sources
+        for statement in SHOP_CHANGES:
+            spark.sql(statement.format(**{t: f"{schema}.{t}" for t in SHOP_TABLES}))
+        changed_at = {t: version(spark, schema, t) for t in SHOP_TABLES}
+        assert all(changed_at[t] > built_at[t] for t in SHOP_TABLES)
+
+        results = run_dbt(["run", "--threads", "4"])
+        msgs = messages(results)
+        for name, tables in MODEL_SOURCES.items():
+            assert REFRESHED.match(msgs[name]), msgs[name]
+            for t in tables:
+                assert f"{schema}.{t} v{built_at[t]}..v{changed_at[t]}" in msgs[name], msgs[name]
+            for t in set(SHOP_TABLES) - set(tables):
+                assert f"{schema}.{t} " not in msgs[name], msgs[name]
+        after = self.check_all(spark, schema)
+        assert all(after[name] != before[name] for name in SHOP_MODELS)
+        assert after["orders_mv"][(11, 13, 15.0, 30.0, "OPEN")] == 2, "new duplicate rows are kept"
+        assert after["orders_mv"][(10, None, None, None, None)] == 1, "all-NULL row kept by `status is null`"
+        assert multiset(spark, f"SELECT * FROM {schema}.orders_mv_ref") == after["orders_mv"]
+        assert_tests_pass(3)
+
+        # nothing changed since: every fast_mv says so
+        msgs = messages(run_dbt(["run", "--threads", "4"]))
+        for name in SHOP_MODELS:
+            assert msgs[name] == "no changes", msgs
+
+        # --full-refresh rebuilds, to the same contents
+        msgs = messages(run_dbt(["run", "--full-refresh", "--select", "order_regions"]))
+        assert msgs["order_regions"].startswith("built"), msgs
+        rebuilt = assert_view_matches_model(spark, schema, "order_regions", SHOP_MODELS["order_regions"][0])
+        assert rebuilt == after["order_regions"]
+        assert_tests_pass(1, "order_regions")
+
+
+# --- a single-source model: explain, corruption detection, model change -----------------
+
+
+class TestFastMvSingleModel:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "item_mv.sql": model(ITEM_MV),
+            "sources.yml": SOURCES_YML,
+            "schema.yml": consistent_schema_yml("item_mv"),
+        }
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        create_source(spark, project.test_schema, "items", ITEMS_TABLE, ITEMS_ROWS)
+
+    def test_explain(self, project, spark, capsys):
+        schema = project.test_schema
+        msgs = messages(run_dbt(["run"]))
+        assert msgs["item_mv"].startswith("built") or msgs["item_mv"] == "no changes", msgs
+        at = version(spark, schema, "items")
+        capsys.readouterr()
+        run_dbt(["run-operation", "fast_mv_explain", "--args", "{model: item_mv}"])
+        out = capsys.readouterr().out
+        assert f"view: {schema}.item_mv (consumed {schema}.items v{at})" in out, out
+        assert "class: single-source" in out and "refresh steps:" in out, out
+        assert "refused" not in out, out
+
+    def test_consistency_test_fails_on_corrupt_view(self, project, spark):
+        schema = project.test_schema
+        run_dbt(["run"])
+        assert_tests_pass(1)
+
+        # a row lost from the backing table: "missing from the view"
+        spark.sql(f"DELETE FROM {schema}.item_mv__ivm WHERE item_id = 1")
+        assert_test_fails("item_mv")
+        assert messages(run_dbt(["run", "--full-refresh"]))["item_mv"].startswith("built")
+        assert_tests_pass(1)
+
+        # a wrong multiplicity: duplicates are counted, "extra in the view"
+        spark.sql(f"UPDATE {schema}.item_mv__ivm SET __ivm_count = __ivm_count + 1 WHERE item_id = 2")
+        assert_test_fails("item_mv")
+        assert messages(run_dbt(["run", "--full-refresh"]))["item_mv"].startswith("built")
+        assert_tests_pass(1)
+
+    def test_changes_that_net_to_nothing(self, project, spark):
+        schema = project.test_schema
+        run_dbt(["run"])
+        at = version(spark, schema, "items")
+        # a row the filter drops, and a row inserted then deleted: the view does not change
+        spark.sql(f"INSERT INTO {schema}.items VALUES (7, 'sloe', 0.2), (8, 'lime', 5.0)")
+        spark.sql(f"DELETE FROM {schema}.items WHERE item_id = 8")
+        msgs = messages(run_dbt(["run"]))
+        assert msgs["item_mv"] == f"no net changes from {schema}.items v{at}..v{at + 2}", msgs
+        # ...but the watermark moved: the next run has nothing to read
+        assert messages(run_dbt(["run"]))["item_mv"] == "no changes"
+        assert_view_matches_model(spark, schema, "item_mv", ITEM_MV)
+        assert_tests_pass(1)
+
+    def test_changed_model_sql_rebuilds(self, project, spark):
+        schema = project.test_schema
+        path = os.path.join(project.project_root, "models")
+        run_dbt(["run"])
+        try:
+            write_file(model(ITEM_MV_CHANGED), path, "item_mv.sql")
+            msgs = messages(run_dbt(["run"]))
+            assert msgs["item_mv"].startswith("built"), msgs
+            assert spark.table(f"{schema}.item_mv").columns == ["item_id", "name_upper", "price_x10"]
+            assert_view_matches_model(spark, schema, "item_mv", ITEM_MV_CHANGED)
+            assert_tests_pass(1)
+
+            # the rebuilt view refreshes from the version it was rebuilt at
+            at = version(spark, schema, "items")
+            spark.sql(f"INSERT INTO {schema}.items VALUES (5, 'kiwi', 0.5), (6, NULL, NULL)")
+            msgs = messages(run_dbt(["run"]))
+            assert REFRESHED.match(msgs["item_mv"]) and f"{schema}.items v{at}..v{at + 1}" in msgs["item_mv"], msgs
+            assert_view_matches_model(spark, schema, "item_mv", ITEM_MV_CHANGED)
+        finally:
+            write_file(model(ITEM_MV), path, "item_mv.sql")
+
+
+# --- refusals: each model fails with a one-line cause and fix and creates nothing -------
+
+
+class TestFastMvRefusals:
+    REFUSED = {
+        "from_parquet": FROM_PARQUET,
+        "from_no_cdf": FROM_NO_CDF,
+        "reserved_prefix": RESERVED_PREFIX,
+        "window_function": WINDOW_FUNCTION,
+    }
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.sql": model(sql) for name, sql in self.REFUSED.items()}
+        files["sources.yml"] = SOURCES_YML
+        return files
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        schema = project.test_schema
+        create_source(spark, schema, "items", ITEMS_TABLE, ITEMS_ROWS)
+        create_source(spark, schema, "parquet_items", PLAIN_ITEMS_TABLE, using="USING PARQUET")
+        create_source(spark, schema, "plain_items", PLAIN_ITEMS_TABLE,
+                      using="USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+
+    @staticmethod
+    def cause_line(message: str, needle: str) -> str:
+        """The line of dbt's error message that carries the engine's cause and fix."""
+        lines = [line.strip() for line in message.splitlines() if needle in line]
+        assert len(lines) == 1, message
+        return lines[0]
+
+    def test_refused_models_fail_and_create_nothing(self, project, spark):
+        schema = project.test_schema
+        before = relations(spark, schema)
+        results = run_dbt(["run", "--threads", "4"], expect_pass=False)
+        assert len(results) == 4
+        assert all(r.status == "error" for r in results), [(r.node.name, r.status) for r in results]
+        msgs = messages(results)
+        print("\n\n".join(f"{k}:\n{v}" for k, v in msgs.items()))
+
+        line = self.cause_line(msgs["from_parquet"], "parquet_items")
+        assert "not Delta" in line and f"CONVERT TO DELTA `{schema}`.`parquet_items`" in line, line
+
+        line = self.cause_line(msgs["from_no_cdf"], "plain_items")
+        assert "no change data feed" in line, line
+        assert (f"ALTER TABLE `{schema}`.`plain_items` SET TBLPROPERTIES "
+                "(delta.enableChangeDataFeed = true)") in line, line
+
+        line = self.cause_line(msgs["reserved_prefix"], "__ivm_name")
+        assert "reserved prefix __ivm_" in line and "rename it" in line, line
+
+        line = self.cause_line(msgs["window_function"], "window function")
+        assert "ROW_NUMBER()" in line.upper() and "materialized='table'" in line, line
+
+        # nothing created: neither the views nor their backing tables
+        assert relations(spark, schema) == before
+        for name in self.REFUSED:
+            assert name not in before and name + "__ivm" not in before
+
+        # the fix the message gives works
+        spark.sql(f"ALTER TABLE {schema}.plain_items SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+        msgs = messages(run_dbt(["run", "--select", "from_no_cdf"]))
+        assert msgs["from_no_cdf"].startswith("built"), msgs

@@ -21,12 +21,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long randomized runs are not part of the suite: they run only with --stress."""
     if config.getoption("--stress"):
         return
-    skip = pytest.mark.skip(reason="stress run: enable with --stress")
-    for item in items:
-        if "stress" in item.keywords:
-            item.add_marker(skip)
+    stress = [item for item in items if "stress" in item.keywords]
+    if stress:
+        config.hook.pytest_deselected(items=stress)
+        items[:] = [item for item in items if "stress" not in item.keywords]
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
-from sqlglot.optimizer.simplify import simplify
+from sqlglot.optimizer.simplify import Simplifier
 
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
@@ -223,7 +223,9 @@ def check_constructs(tree: exp.Expression) -> None:
         if isinstance(node, exp.AggFunc):
             _check_aggregate(node)
         if (isinstance(node, exp.Anonymous) and _func_key(node) in AGGREGATE_NAMES) or (
-            isinstance(node, exp.Any) and not isinstance(node.this, (exp.Subquery, exp.Query))
+            isinstance(node, exp.Any)  # Spark's any(bool) aggregate, not x = ANY (...) or LIKE ANY (...)
+            and not isinstance(node.this, (exp.Subquery, exp.Query))
+            and not isinstance(node.parent, exp.Binary)
         ):
             raise _refuse(f"aggregate {_func_name(node)}()", node,
                           "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
@@ -295,7 +297,7 @@ def _check_table(table: exp.Table) -> None:
         name = ".".join(p.name for p in table.parts)
         raise _refuse(f"time travel on {name}@{alias.this.name}", table,
                       "read the current table: fast_mv pins source versions itself")
-    if isinstance(table.this, exp.Func) or isinstance(table.this, exp.Anonymous):
+    if isinstance(table.this, exp.Func):  # Anonymous is a Func too
         raise _refuse(f"table-valued function {_snippet(table)}", table,
                       "read a Delta table, or use materialized='table'")
     if isinstance(alias, exp.TableAlias) and alias.columns:
@@ -378,8 +380,44 @@ def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
     _check_null_supplied_subqueries(tree)
     tree = merge_subqueries(_inline_shared_ctes(tree))
     tree = eliminate_ctes(tree)
-    tree = simplify(tree, dialect=DIALECT)
+    tree = _simplify_predicates(tree)
     return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
+
+
+INT_RANGE = (-(2**31), 2**31 - 1)
+
+
+class _SparkSimplifier(Simplifier):
+    """sqlglot's simplifier without the literal arithmetic Spark would type or compute otherwise:
+    1.5 + 1 is DECIMAL(3,1) in Spark but the folded 2.5 is DECIMAL(2,1), and 2147483647 + 1
+    wraps around in Spark. Integer arithmetic that stays in the INT range is still folded."""
+
+    def _simplify_binary(self, expression, a, b):
+        if isinstance(expression, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and a.is_number and b.is_number:
+            if not (a.is_int and b.is_int) or isinstance(expression, exp.Div):
+                return None
+            folded = super()._simplify_binary(expression, a, b)
+            values = [a.to_py(), b.to_py()] + ([folded.to_py()] if folded is not None else [])
+            return folded if all(INT_RANGE[0] <= v <= INT_RANGE[1] for v in values) else None
+        return super()._simplify_binary(expression, a, b)
+
+
+def _simplify_predicates(tree: exp.Expression) -> exp.Expression:
+    """Constant folding and boolean simplification of the WHERE and ON predicates.
+
+    Only there: a predicate's value is a boolean whatever its operands' types, while folding
+    in the select list can change a column's type (CASE WHEN TRUE THEN int_col ELSE 1.5 END
+    is a DECIMAL), and GROUP BY and HAVING must keep matching the select list.
+    """
+    simplifier = _SparkSimplifier(dialect=DIALECT)
+    for where in list(tree.find_all(exp.Where)):
+        where.set("this", simplifier.simplify(where.this))
+        if isinstance(where.this, exp.Boolean) and where.this.this:
+            where.pop()  # WHERE TRUE
+    for join in list(tree.find_all(exp.Join)):
+        if join.args.get("on") is not None:
+            join.set("on", simplifier.simplify(join.args["on"]))
+    return tree
 
 
 def _inline_shared_ctes(tree: exp.Expression) -> exp.Expression:
@@ -530,7 +568,7 @@ def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -
         return all(_null_on_null(e, is_null) for e in expr.flatten())
     if isinstance(expr, exp.Concat) and expr.args.get("coalesce"):
         return False
-    if isinstance(expr, STRICT_OPERATORS) or isinstance(expr, exp.Concat):
+    if isinstance(expr, (*STRICT_OPERATORS, exp.Concat)):
         return any(_null_on_null(e, is_null) for e in expr.iter_expressions())
     return False
 
@@ -581,8 +619,9 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
     for sub in select.find_all(exp.Subquery, exp.CTE):
         raise _refuse(
             f"a FROM subquery or CTE that could not be merged into the query ({_snippet(sub)})", sub,
-            "subqueries with GROUP BY, DISTINCT or outer joins inside are not maintained: "
-            "make the subquery its own fast_mv and select from it",
+            "only select-project-join subqueries are merged (no GROUP BY, DISTINCT or aggregates; no joins "
+            "when joined to other tables; no WHERE on the null-supplied side of an outer join): write the "
+            "joins and filters out in the main query, or make the subquery its own fast_mv and select from it",
         )
     for col in select.find_all(exp.Column):
         if is_hidden(col.name):
@@ -596,7 +635,8 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
     _check_join_predicates(tree_node, where_expr, sources)
     outputs = _outputs(select)
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
-    view_class = _classify(sources, tree_node, bool(group_by or aggregates or distinct))
+    aggregated = bool(group_by or aggregates or distinct or having is not None)
+    view_class = _classify(sources, tree_node, aggregated)
     hidden = _hidden_columns(view_class, sources, aggregates)
     return ViewPlan(
         view_class=view_class,
@@ -880,14 +920,13 @@ def _aggregation(select: exp.Select, outputs: tuple[OutputColumn, ...]):
         calls += list(having.find_all(exp.AggFunc))
     if distinct and calls:
         raise _refuse("DISTINCT together with aggregates", select, "drop DISTINCT, or GROUP BY the columns")
-    if group_by or calls:
+    if group_by or calls or having is not None:  # HAVING alone makes Spark aggregate globally
         _check_grouped(outputs, having, group_by)
     by_key: dict[str, Aggregate] = {}
     for agg in calls:
         func = SUPPORTED_AGGREGATES[type(agg)]
         arg = agg.this
-        if func == "count" and (arg is None or isinstance(arg, exp.Star)
-                                or (isinstance(arg, exp.Literal))):
+        if func == "count" and (arg is None or isinstance(arg, (exp.Star, exp.Literal))):
             func, arg = "count_star", None  # COUNT(1) counts rows like COUNT(*)
         key = f"{func}({arg.sql(dialect=DIALECT) if arg is not None else '*'})"
         if key in by_key:

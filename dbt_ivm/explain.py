@@ -5,7 +5,15 @@ from __future__ import annotations
 from dbt_ivm import render
 from dbt_ivm.analyze import DIALECT, Schema, analyze
 from dbt_ivm.errors import UnsupportedView
-from dbt_ivm.ir import InnerGroup, JoinNode, Leaf, OuterJoin, ViewPlan
+from dbt_ivm.ir import (
+    COUNT_COLUMN,
+    Aggregate,
+    InnerGroup,
+    JoinNode,
+    Leaf,
+    OuterJoin,
+    ViewPlan,
+)
 
 
 def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:
@@ -27,6 +35,12 @@ def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:
     lines += _tree_lines(plan, node.null_supplied, depth + 1)
     lines.append(f"{pad}  ON {node.on.sql(dialect=DIALECT)}")
     return lines
+
+
+def _call(agg: Aggregate) -> str:
+    if agg.func == "count_star":
+        return "count(*)"
+    return f"{agg.func}({agg.argument.sql(dialect=DIALECT) if agg.argument is not None else ''})"
 
 
 def refresh_steps(plan: ViewPlan) -> list[str]:
@@ -69,12 +83,14 @@ def explain(sql: str, schema: Schema) -> str:
     lines += _tree_lines(plan, plan.tree)
     if plan.where is not None:
         lines.append(f"where: {plan.where.sql(dialect=DIALECT)}")
+    if plan.distinct:
+        lines.append(f"distinct: one row per distinct output row, its copies counted in {COUNT_COLUMN}")
     if plan.group_by:
         lines.append("group by: " + ", ".join(g.sql(dialect=DIALECT) for g in plan.group_by))
     if plan.aggregates:
-        lines.append("aggregates: " + ", ".join(
-            f"{a.output} = {a.func}({a.argument.sql(dialect=DIALECT) if a.argument is not None else '*'})"
-            for a in plan.aggregates))
+        lines.append("aggregates: " + ", ".join(f"{a.output} = {_call(a)}" for a in plan.aggregates))
+    if plan.having is not None:
+        lines.append(f"having: {plan.having.sql(dialect=DIALECT)}")
     lines.append("columns: " + ", ".join(o.name for o in plan.outputs))
     lines.append("hidden columns:")
     lines += [f"  {h.name}: {h.role}" for h in plan.hidden]

@@ -18,9 +18,13 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--schema", required=True,
                     help='JSON file: {"table": {"column": "spark type", ...}, ...}')
     args = parser.parse_args(argv)
-    sql = sys.stdin.read() if args.sql_file == "-" else open(args.sql_file).read()
-    with open(args.schema) as f:
-        schema = json.load(f)
+    try:
+        sql = sys.stdin.read() if args.sql_file == "-" else open(args.sql_file).read()
+        with open(args.schema) as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         print(explain(sql, schema))
     except IvmError as e:

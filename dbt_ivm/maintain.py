@@ -38,7 +38,7 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 BACKING_SUFFIX = "__ivm"
-# Session-wide confs (the commit metadata) must not interleave between threads sharing a session.
+# Session-wide confs (commit metadata, idempotent-write ids) must not interleave between threads sharing a session.
 COMMIT_LOCK = threading.Lock()
 
 LOST_HISTORY = re.compile(

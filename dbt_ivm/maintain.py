@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.errors import SourceError, StateError
-from dbt_ivm.ir import TableName, ViewPlan
+from dbt_ivm.ir import RID_COLUMN, TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
     PROP_COLUMNS,
@@ -40,6 +40,8 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 BACKING_SUFFIX = "__ivm"
 # Session-wide confs (commit metadata, idempotent-write ids) must not interleave between threads sharing a session.
 COMMIT_LOCK = threading.Lock()
+# Up to this many changed identities are written into the MERGE as literals (see render.identity_filter).
+MAX_FILTER_IDENTITIES = 10_000
 
 LOST_HISTORY = re.compile(
     r"DELTA_MISSING_CHANGE_DATA|DELTA_UNSUPPORTED_TIME_TRAVEL|DELTA_CDC_START_VERSION_AFTER_LATEST|"
@@ -317,10 +319,11 @@ class Maintainer:
                     self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
                     return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
                                    statements=tuple(self.statements))
-                if int(stats["min_d"]) > 0 and self._all_new(plan, staged):
+                identities = self._changed_identities(staged)
+                if int(stats["min_d"]) > 0 and self._all_new(plan, staged, identities):
                     self.run(render.sql(render.insert_statement(plan, self.backing, name)))
                 else:
-                    self.run(render.sql(render.merge_statement(plan, self.backing, name)))
+                    self.run(render.sql(render.merge_statement(plan, self.backing, name, identities)))
         finally:
             for temp in [name, *staged.values()]:
                 for statement in render.release(temp):
@@ -351,8 +354,18 @@ class Maintainer:
                     ) from e
                 raise
 
-    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str]) -> bool:
-        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged)))
+    def _changed_identities(self, staged: Mapping[int, str]) -> dict[int, list[int]] | None:
+        """Each changed occurrence's change-row identities, or None when too many to write out."""
+        rows = self.db.query(render.sql(render.changed_identities(staged, MAX_FILTER_IDENTITIES + 1)))
+        if len(rows) > MAX_FILTER_IDENTITIES:
+            return None
+        identities: dict[int, list[int]] = {i: [] for i in staged}
+        for row in rows:
+            identities[int(row["i"])].append(int(row[RID_COLUMN]))
+        return identities
+
+    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str], identities: Mapping[int, list[int]] | None) -> bool:
+        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged, identities)))
         return int(rows[0]["n"]) == 0
 
 

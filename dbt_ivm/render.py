@@ -29,7 +29,11 @@ INSERT_TYPES = ("insert", "update_postimage")
 BACKING_PROPERTIES = {
     # A refresh's MERGE touches a few rows of large files: mark them deleted, don't rewrite.
     "delta.enableDeletionVectors": "true",
+    # A change feed of the view would make every MERGE write change files too; nothing reads it
+    # (sessions may default it on for new tables, so say it).
+    "delta.enableChangeDataFeed": "false",
 }
+
 MAINTAINED = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 
 
@@ -292,12 +296,47 @@ def _stored_columns(plan: ViewPlan) -> list[str]:
     return [o.name for o in plan.outputs] + [s.rid for s in plan.sources]
 
 
-def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str]) -> exp.Select:
+def changed_identities(staged: Mapping[int, str], limit: int) -> exp.Select:
+    """(occurrence, identity) of every change row, at most `limit` rows."""
+    parts = [
+        exp.select(lit(i).as_("i"), col(RID_COLUMN)).distinct().from_(temp_table(name))
+        for i, name in sorted(staged.items())
+    ]
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    return exp.select("*").from_(union.subquery(ident(f"{HIDDEN_PREFIX}ids"))).limit(limit)
+
+
+def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: str | None = None) -> exp.Expression:
+    """Stored rows a change set can reach: a changed occurrence's identity column holds a change row's.
+
+    Every key of the change set carries, in the column of the occurrence whose term produced it,
+    the identity of one of that occurrence's change rows; so this is implied by the MERGE's match
+    and adding it to ON changes no match. Delta evaluates it inside the target scan, so the
+    MERGE's joins see only these rows instead of the whole view. (Delta prunes files for an IN
+    list by its min..max only, which scattered hashes defeat: this filters rows, not files.)
+    """
+    parts = [
+        exp.In(this=col(plan.sources[index].rid, table),
+               expressions=[exp.Literal.number(v) for v in sorted(set(values))])
+        for index, values in sorted(identities.items())
+        if values
+    ]
+    return exp.paren(exp.or_(*parts)) if parts else exp.false()
+
+
+def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str],
+                        identities: Mapping[int, list[int]] | None = None) -> exp.Select:
     """How many stored rows mention a changed source row (0: every changed key is new, append).
 
     Reads one bigint column of the view per changed occurrence: every key of the change set
-    carries the identity of a change row in that occurrence's column.
+    carries the identity of a change row in that occurrence's column. With the identities
+    known, the same as a filter that skips files.
     """
+    if identities is not None:
+        return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(backing.to_table()).where(
+            identity_filter(plan, identities))
     probes = [
         exp.select(lit(1).as_("one")).from_(backing.to_table()).where(
             exp.In(this=col(plan.sources[i].rid),
@@ -323,39 +362,44 @@ def _raise(message: str) -> exp.Expression:
     return exp.Cast(this=func("raise_error", lit(message)), to=exp.DataType.build("bigint"))
 
 
-def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
-    """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly."""
+def merge_statement(plan: ViewPlan, backing: TableName, delta: str,
+                    identities: Mapping[int, list[int]] | None = None) -> exp.Merge:
+    """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly.
+
+    Three clauses, the guards folded into the values: every extra clause costs the MERGE a pass
+    over its rows. `identities` (see `identity_filter`) narrows the target side.
+    """
     t, s = "t", "s"
     new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
     corrupt = (
         f"fast_mv {backing}: the change set removes rows the view does not hold; "
         "its stored state is inconsistent: run dbt with --full-refresh for this model"
     )
+
+    def positive_or_fail(value: exp.Expression) -> exp.Expression:
+        return exp.If(this=exp.GT(this=value.copy(), expression=lit(0)), true=value.copy(), false=_raise(corrupt))
+
     cols = _stored_columns(plan)
     whens = [
         exp.When(matched=True, source=False,
                  condition=exp.EQ(this=new_count.copy(), expression=lit(0)), then=exp.var("DELETE")),
         exp.When(matched=True, source=False,
-                 condition=exp.GT(this=new_count.copy(), expression=lit(0)),
-                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=new_count.copy())])),
-        exp.When(matched=True, source=False,
-                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=_raise(corrupt))])),
-        exp.When(matched=False, source=False,
-                 condition=exp.GT(this=col(DELTA_COLUMN, s), expression=lit(0)),
-                 then=exp.Insert(
-                     this=exp.Tuple(expressions=[col(c) for c in cols + [COUNT_COLUMN]]),
-                     expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [col(DELTA_COLUMN, s)]))),
+                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=positive_or_fail(new_count))])),
         exp.When(matched=False, source=False,
                  then=exp.Insert(
                      this=exp.Tuple(expressions=[col(c) for c in cols + [COUNT_COLUMN]]),
-                     expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [_raise(corrupt)]))),
+                     expression=exp.Tuple(expressions=[col(c, s) for c in cols]
+                                          + [positive_or_fail(col(DELTA_COLUMN, s))]))),
     ]
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident(t)))
+    on = _key_match(plan, t, s)
+    if identities is not None:
+        on = exp.and_(on, identity_filter(plan, identities, t))
     return exp.Merge(
         this=target,
         using=temp_table(delta).as_(s),
-        on=_key_match(plan, t, s),
+        on=on,
         whens=exp.Whens(expressions=whens),
     )
 

@@ -60,6 +60,31 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     assert_consistent(spark, spark_db)
 
 
+def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark, spark_db, sources, monkeypatch):
+    mv(spark_db).materialize()
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {DB}.v__ivm").collect()}
+    assert props["delta.enableChangeDataFeed"] == "false"  # even where the session defaults it on
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 500 = 3")
+    spark.sql(f"delete from {DB}.c where cid = 7")
+    m = mv(spark_db)
+    m.materialize()
+    merge = next(s for s in m.statements if s.startswith("MERGE"))
+    assert "`t`.`__ivm_rid_0` IN (" in merge and "`t`.`__ivm_rid_1` IN (" in merge
+    history = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["operationMetrics"]
+    assert int(history.get("numTargetChangeFilesAdded", 0)) == 0
+    assert_consistent(spark, spark_db)
+    # too many changed identities to write out: the same MERGE without the filter
+    import dbt_ivm.maintain as maintain
+
+    monkeypatch.setattr(maintain, "MAX_FILTER_IDENTITIES", 3)
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 100 = 4")
+    m = mv(spark_db)
+    assert m.materialize().action == "refreshed"
+    merge = next(s for s in m.statements if s.startswith("MERGE"))
+    assert "IN (" not in merge
+    assert_consistent(spark, spark_db)
+
+
 def test_insert_only_change_appends_without_merge(spark, spark_db, sources):
     mv(spark_db).materialize()
     spark.sql(f"insert into {DB}.o values (5000, 1, 2.0), (5001, 2, 3.0)")

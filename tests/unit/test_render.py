@@ -65,6 +65,14 @@ def test_one_term_per_changed_occurrence():
     assert "VERSION AS OF 2" in sql and "VERSION AS OF 1" in sql
 
 
+def test_identity_filter_names_each_changed_occurrence():
+    plan = analyze(JOIN, SCHEMA)
+    both = render.sql(render.identity_filter(plan, {0: [5, -3, 5], 1: [9]}, "t"))
+    assert both == "(`t`.`__ivm_rid_0` IN (-3, 5) OR `t`.`__ivm_rid_1` IN (9))"
+    assert render.sql(render.identity_filter(plan, {0: [], 1: [9]})) == "(`__ivm_rid_1` IN (9))"
+    assert render.sql(render.identity_filter(plan, {0: []})) == "FALSE"
+
+
 def test_term_versions_telescope():
     assert render.term_version(0, 1, old=3, new=4) == 4  # earlier occurrence: new state
     assert render.term_version(2, 1, old=3, new=4) == 3  # later occurrence: old state

@@ -33,7 +33,6 @@ BACKING_PROPERTIES = {
     # (sessions may default it on for new tables, so say it).
     "delta.enableChangeDataFeed": "false",
 }
-
 MAINTAINED = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 
 
@@ -332,7 +331,7 @@ def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int,
 
     Reads one bigint column of the view per changed occurrence: every key of the change set
     carries the identity of a change row in that occurrence's column. With the identities
-    known, the same as a filter that skips files.
+    known, the same count through `identity_filter`.
     """
     if identities is not None:
         return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(backing.to_table()).where(

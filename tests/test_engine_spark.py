@@ -85,6 +85,24 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
     assert_consistent(spark, spark_db)
 
 
+def test_corrupt_stored_state_fails_the_merge_and_writes_nothing(spark, spark_db, sources):
+    """A change set that removes more copies than the view holds is corrupt state, never a silent fix."""
+    mv(spark_db).materialize()
+    before = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    spark.sql(f"DELETE FROM {DB}.v__ivm WHERE id = 10")  # a stored row lost behind the engine's back
+    spark.sql(f"UPDATE {DB}.v__ivm SET __ivm_count = 0 WHERE id = 11")  # a count gone wrong
+    corrupted = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    for victim in (10, 11):
+        spark.sql(f"DELETE FROM {DB}.o WHERE id = {victim}")
+        spark.sql(f"UPDATE {DB}.o SET amt = amt + 1 WHERE id = 12")  # a MERGE, not a pure delete
+        with pytest.raises(Exception, match="removes rows the view does not hold"):
+            mv(spark_db).materialize()
+        assert spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"] == corrupted > before
+        spark.sql(f"INSERT INTO {DB}.o SELECT id, cust, amt FROM {DB}.o VERSION AS OF 1 WHERE id = {victim}")
+        spark.sql(f"DELETE FROM {DB}.o WHERE id = 12")
+        spark.sql(f"INSERT INTO {DB}.o SELECT id, cust, amt FROM {DB}.o VERSION AS OF 1 WHERE id = 12")
+
+
 def test_insert_only_change_appends_without_merge(spark, spark_db, sources):
     mv(spark_db).materialize()
     spark.sql(f"insert into {DB}.o values (5000, 1, 2.0), (5001, 2, 3.0)")

@@ -18,10 +18,17 @@
 {% endmacro %}
 
 {#-- dbt run-operation change_shop --args '{fraction: 0.001}'
-     Applies inserts, updates and deletes to about `fraction` of the orders and a few customers. --#}
-{% macro change_shop(fraction=0.001, seed=1) %}
+     Applies inserts, updates and deletes to about `fraction` of the orders and a few customers.
+     With `new_orders_only: true`, inserts `fraction` of the orders as new ones and changes nothing else. --#}
+{% macro change_shop(fraction=0.001, seed=1, new_orders_only=false) %}
   {% set src = 'ivm_example_src' %}
   {% set n = run_query('select count(*) from ' ~ src ~ '.orders').columns[0].values()[0] %}
+  {% if new_orders_only %}
+    {% set k = [1, (n * fraction) | int] | max %}
+    {% do run_query("insert into " ~ src ~ ".orders select 20000000 + " ~ seed ~ " * 1000000 + id, id % 1000, 150.0 + id, 'new' from range(" ~ k ~ ")") %}
+    {{ log('changed ' ~ src ~ ': ' ~ k ~ ' new orders', info=True) }}
+    {{ return(none) }}
+  {% endif %}
   {% set k = [1, (n * fraction / 3) | int] | max %}
   {% set m = 1000003 %}
   {% do run_query("insert into " ~ src ~ ".orders select 10000000 + id, id % 1000, 150.0 + id, 'new' from range(" ~ k ~ ")") %}

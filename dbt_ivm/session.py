@@ -10,6 +10,9 @@ import os
 from typing import Any
 
 DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.3.0"
+# Logs an ERROR on every CREATE OR REPLACE of a Delta table (Hive cannot hold Delta's schema),
+# after which Spark stores the table in its own format, as it always does for Delta: noise.
+NOISY_LOGGERS = ("org.apache.hadoop.hive.metastore.HiveAlterHandler",)
 
 
 def spark_conf(warehouse: str | None = None) -> dict[str, str]:
@@ -40,8 +43,16 @@ def get_spark(warehouse: str | None = None, master: str = "local[2]"):
     for k, v in spark_conf(warehouse).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    quiet(spark)
     return spark
+
+
+def quiet(spark: Any) -> None:
+    """Spark's own log at ERROR, and the loggers whose errors are noise switched off."""
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = spark.sparkContext._jvm
+    for name in NOISY_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
 
 
 class SparkDatabase:

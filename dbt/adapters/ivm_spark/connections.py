@@ -32,9 +32,11 @@ def _quiet_session(conf: dict[str, str]) -> None:
     re-applies its confs on every statement and Spark warns each time otherwise."""
     from pyspark.sql import SparkSession
 
+    from dbt_ivm.session import quiet
+
     if SparkSession.getActiveSession() is not None:
         return
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():
         builder = builder.config(key, value)
-    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+    quiet(builder.getOrCreate())

@@ -24,3 +24,7 @@ class SourceError(IvmError):
 
 class StateError(IvmError):
     """The view's stored state or the sources' history does not allow a refresh."""
+
+
+class ConfigError(IvmError):
+    """A model config the engine cannot use (e.g. a unique_key that is not a column of the model)."""

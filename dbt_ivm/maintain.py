@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -214,12 +214,15 @@ def commit_metadata(db: Database, mark: Watermark, backing: TableName | None = N
 class Maintainer:
     """One model's build or refresh. `log` receives progress lines for the run's log."""
 
-    def __init__(self, db: Database, view: TableName, sql: str, log: Callable[[str], None] = lambda _: None):
+    def __init__(self, db: Database, view: TableName, sql: str, log: Callable[[str], None] = lambda _: None,
+                 unique_key: str | Sequence[str] | None = None):
         self.db = db
         self.view = view
         self.backing = backing_table(view)
         self.sql = sql
         self.log = log
+        self.unique_key_config = unique_key
+        self.unique_key: tuple[str, ...] = ()
         self.statements: list[str] = []
         self.ids: dict[str, str] = {}
         self.read_version: int | None = None
@@ -238,6 +241,7 @@ class Maintainer:
             check_source(info)
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos})
         render.ensure_maintainable(plan)
+        self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         ids = {t.key: table_id(self.db, t) for t in plan.tables}
         pinned = {t.key: current_version(self.db, t) for t in plan.tables}
         return plan, pinned, ids
@@ -312,17 +316,23 @@ class Maintainer:
             delta = render.delta_select(plan, old, pinned, staged)
             assert delta is not None
             self.run(render.cache_as(name, delta))
-            stats = self.db.query(render.sql(render.delta_stats(name)))[0]
+            stats = self.db.query(render.sql(render.delta_stats(name, self.unique_key)))[0]
             inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
+            if self.unique_key and int(stats["n"]) > 0 and int(stats["min_d"]) > 0 and (
+                    int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"])):
+                raise StateError(
+                    f"fast_mv {self.view}: unique_key ({', '.join(self.unique_key)}) is not unique in the rows "
+                    f"this refresh adds; nothing was written: fix the data or drop unique_key from the model config"
+                )
             with commit_metadata(self.db, new_mark, self.backing, self.read_version):
                 if int(stats["n"]) == 0:
                     self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
                     return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
                                    statements=tuple(self.statements))
-                identities = self._changed_identities(staged)
-                if int(stats["min_d"]) > 0 and self._all_new(plan, staged, identities):
+                if int(stats["min_d"]) > 0 and (self.unique_key or self._all_new(plan, staged)):
                     self.run(render.sql(render.insert_statement(plan, self.backing, name)))
                 else:
+                    identities = self._changed_identities(staged)
                     self.run(render.sql(render.merge_statement(plan, self.backing, name, identities)))
         finally:
             for temp in [name, *staged.values()]:
@@ -364,8 +374,13 @@ class Maintainer:
             identities[int(row["i"])].append(int(row[RID_COLUMN]))
         return identities
 
-    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str], identities: Mapping[int, list[int]] | None) -> bool:
-        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged, identities)))
+    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str]) -> bool:
+        """No stored row mentions a changed source row: the change set only appends.
+
+        Skipped under a declared unique key: a row this refresh adds cannot share its key with a
+        stored row without the model's rows repeating the key.
+        """
+        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged)))
         return int(rows[0]["n"]) == 0
 
 
@@ -374,8 +389,8 @@ def _versions(versions: Mapping[str, int]) -> str:
 
 
 def materialize(db: Database, view: TableName, sql: str, full_refresh: bool = False,
-                log: Callable[[str], None] = lambda _: None) -> Outcome:
-    return Maintainer(db, view, sql, log).materialize(full_refresh)
+                log: Callable[[str], None] = lambda _: None, unique_key: str | Sequence[str] | None = None) -> Outcome:
+    return Maintainer(db, view, sql, log, unique_key).materialize(full_refresh)
 
 
 def stored_definition(db: Database, view: TableName) -> tuple[str, Watermark]:

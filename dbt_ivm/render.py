@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt_ivm.analyze import DIALECT, parse
-from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
@@ -272,16 +272,41 @@ def release(name: str) -> tuple[str, str]:
     return f"UNCACHE TABLE IF EXISTS {sql(ident(name))}", f"DROP VIEW IF EXISTS {sql(ident(name))}"
 
 
-def delta_stats(name: str) -> exp.Select:
+def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
+    """Size of the change set; with a unique key, also its distinct keys and largest delta.
+
+    An append under a declared unique key is only trusted when the change set itself keeps the
+    key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
+    """
     d = col(DELTA_COLUMN)
     pos = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
     neg = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
-    return exp.select(
+    select = exp.select(
         exp.Count(this=exp.Star()).as_("n"),
         func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
         func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
         exp.Min(this=d.copy()).as_("min_d"),
+        exp.Max(this=d.copy()).as_("max_d"),
     ).from_(temp_table(name))
+    if unique_key:
+        key = exp.Struct(expressions=[col(c) for c in unique_key])
+        select = select.select(exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"))
+    return select
+
+
+def unique_key_columns(plan: ViewPlan, unique_key: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The model's declared unique key as output column names; a name that is not one fails."""
+    if not unique_key:
+        return ()
+    names = [unique_key] if isinstance(unique_key, str) else list(unique_key)
+    outputs = {o.name.lower(): o.name for o in plan.outputs}
+    missing = [n for n in names if n.strip().lower() not in outputs]
+    if missing:
+        raise ConfigError(
+            f"unique_key {', '.join(missing)} is not a column of the model (its columns: "
+            f"{', '.join(o.name for o in plan.outputs)}); name output columns, or drop unique_key"
+        )
+    return tuple(outputs[n.strip().lower()] for n in names)
 
 
 def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expression:
@@ -325,17 +350,12 @@ def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: 
     return exp.paren(exp.or_(*parts)) if parts else exp.false()
 
 
-def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str],
-                        identities: Mapping[int, list[int]] | None = None) -> exp.Select:
+def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str]) -> exp.Select:
     """How many stored rows mention a changed source row (0: every changed key is new, append).
 
     Reads one bigint column of the view per changed occurrence: every key of the change set
-    carries the identity of a change row in that occurrence's column. With the identities
-    known, the same count through `identity_filter`.
+    carries the identity of a change row in that occurrence's column.
     """
-    if identities is not None:
-        return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(backing.to_table()).where(
-            identity_filter(plan, identities))
     probes = [
         exp.select(lit(1).as_("one")).from_(backing.to_table()).where(
             exp.In(this=col(plan.sources[i].rid),

@@ -147,6 +147,7 @@ FROM_PARQUET = "select item_id, name from {parquet_items}"
 FROM_NO_CDF = "select item_id, name from {plain_items}"
 RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
 WINDOW_FUNCTION = "select item_id, row_number() over (order by price) as rn from {items}"
+BAD_UNIQUE_KEY = "{{{{ config(unique_key='item_key') }}}}\nselect item_id, name from {items}"
 
 
 def model(template: str) -> str:

@@ -14,6 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, write_file
 
 from integration_tests.fixtures import (
+    BAD_UNIQUE_KEY,
     CDF,
     FROM_NO_CDF,
     FROM_PARQUET,
@@ -261,6 +262,7 @@ class TestFastMvRefusals:
         "from_no_cdf": FROM_NO_CDF,
         "reserved_prefix": RESERVED_PREFIX,
         "window_function": WINDOW_FUNCTION,
+        "bad_unique_key": BAD_UNIQUE_KEY,
     }
 
     @pytest.fixture(scope="class")
@@ -288,7 +290,7 @@ class TestFastMvRefusals:
         schema = project.test_schema
         before = relations(spark, schema)
         results = run_dbt(["run", "--threads", "4"], expect_pass=False)
-        assert len(results) == 4
+        assert len(results) == len(self.REFUSED)
         assert all(r.status == "error" for r in results), [(r.node.name, r.status) for r in results]
         msgs = messages(results)
         print("\n\n".join(f"{k}:\n{v}" for k, v in msgs.items()))
@@ -306,6 +308,9 @@ class TestFastMvRefusals:
 
         line = self.cause_line(msgs["window_function"], "window function")
         assert "ROW_NUMBER()" in line.upper() and "materialized='table'" in line, line
+
+        line = self.cause_line(msgs["bad_unique_key"], "item_key")
+        assert "unique_key item_key is not a column of the model" in line and "item_id, name" in line, line
 
         # nothing created: neither the views nor their backing tables
         assert relations(spark, schema) == before

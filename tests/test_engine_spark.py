@@ -28,8 +28,8 @@ def sources(spark):
     spark.sql(f"drop database if exists {DB} cascade")
 
 
-def mv(db, name="v", sql=JOIN):
-    return Maintainer(db, TableName(DB, name), sql)
+def mv(db, name="v", sql=JOIN, unique_key=None):
+    return Maintainer(db, TableName(DB, name), sql, unique_key=unique_key)
 
 
 def assert_consistent(spark, db, name="v"):
@@ -116,6 +116,27 @@ def test_insert_only_change_appends_without_merge(spark, spark_db, sources):
     m = mv(spark_db)
     m.materialize()
     assert any(s.startswith("MERGE") for s in m.statements)
+    assert_consistent(spark, spark_db)
+
+
+def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false(spark, spark_db, sources):
+    mv(spark_db, unique_key="id").materialize()
+    spark.sql(f"insert into {DB}.o values (6000, 1, 2.0), (6001, 2, 3.0)")
+    m = mv(spark_db, unique_key="id")
+    out = m.materialize()
+    assert out.action == "refreshed" and out.inserted == 2
+    assert any(s.startswith("INSERT INTO") for s in m.statements)
+    assert not any("AS one" in s for s in m.statements)  # no probe of the stored rows
+    assert_consistent(spark, spark_db)
+    version = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    for rows in ["(6002, 1, 2.0), (6002, 2, 3.0)",  # one new key twice
+                 "(6003, 1, 2.0), (6003, 1, 2.0)"]:  # one new row twice: two copies of a key
+        spark.sql(f"insert into {DB}.o values {rows}")
+        with pytest.raises(StateError, match=r"unique_key \(id\) is not unique"):
+            mv(spark_db, unique_key="id").materialize()
+        assert spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"] == version
+        spark.sql(f"delete from {DB}.o where id in (6002, 6003)")
+    assert mv(spark_db, unique_key="id").materialize().action in ("refreshed", "no changes")
     assert_consistent(spark, spark_db)
 
 

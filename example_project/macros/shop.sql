@@ -31,7 +31,7 @@
   {% endif %}
   {% set k = [1, (n * fraction / 3) | int] | max %}
   {% set m = 1000003 %}
-  {% do run_query("insert into " ~ src ~ ".orders select 10000000 + id, id % 1000, 150.0 + id, 'new' from range(" ~ k ~ ")") %}
+  {% do run_query("insert into " ~ src ~ ".orders select 10000000 + " ~ seed ~ " * 1000000 + id, id % 1000, 150.0 + id, 'new' from range(" ~ k ~ ")") %}
   {% do run_query("update " ~ src ~ ".orders set amount = amount + 100, status = 'updated' where (order_id * " ~ m ~ " + " ~ seed ~ ") % " ~ (n // k) ~ " = 1") %}
   {% do run_query("delete from " ~ src ~ ".orders where (order_id * " ~ m ~ " + " ~ seed ~ ") % " ~ (n // k) ~ " = 2") %}
   {% do run_query("update " ~ src ~ ".customers set name = concat(name, ' (renamed)') where customer_id % 250 = " ~ seed) %}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbt_ivm import analyze, render
-from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import backing_table, parse_describe_extended, parse_properties
 from dbt_ivm.metadata import Watermark, latest_watermark
@@ -71,6 +71,17 @@ def test_identity_filter_names_each_changed_occurrence():
     assert both == "(`t`.`__ivm_rid_0` IN (-3, 5) OR `t`.`__ivm_rid_1` IN (9))"
     assert render.sql(render.identity_filter(plan, {0: [], 1: [9]})) == "(`__ivm_rid_1` IN (9))"
     assert render.sql(render.identity_filter(plan, {0: []})) == "FALSE"
+
+
+def test_unique_key_names_output_columns():
+    plan = analyze(JOIN, SCHEMA)
+    assert render.unique_key_columns(plan, None) == ()
+    assert render.unique_key_columns(plan, "ID") == ("id",)
+    assert render.unique_key_columns(plan, ["id", "name"]) == ("id", "name")
+    with pytest.raises(ConfigError, match="unique_key cust is not a column of the model"):
+        render.unique_key_columns(plan, ["id", "cust"])
+    stats = render.sql(render.delta_stats("d", ("id",)))
+    assert "MAX(`__ivm_d`) AS max_d" in stats and "COUNT(DISTINCT STRUCT(`id`)) AS keys" in stats
 
 
 def test_term_versions_telescope():

@@ -19,7 +19,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt_ivm import maintain
-from dbt_ivm.errors import IvmError, SourceError, UnsupportedView
+from dbt_ivm.errors import ConfigError, IvmError, SourceError, UnsupportedView
 from dbt_ivm.ir import TableName
 
 logger = AdapterLogger("ivm_spark")
@@ -46,7 +46,7 @@ def _table(relation: Any) -> TableName:
 
 def _dbt_error(e: IvmError) -> Exception:
     message = str(e).splitlines()[0]
-    if isinstance(e, (UnsupportedView, SourceError)):
+    if isinstance(e, (UnsupportedView, SourceError, ConfigError)):
         return CompilationError(message)
     return DbtRuntimeError(message)
 
@@ -65,11 +65,17 @@ class IvmSparkAdapter(SparkAdapter):
         )
 
     @available
-    def fast_mv_materialize(self, relation: Any, sql: str, full_refresh: bool = False) -> dict[str, Any]:
-        """Build or refresh the fast_mv `relation` from the model's compiled `sql`."""
+    def fast_mv_materialize(self, relation: Any, sql: str, full_refresh: bool = False,
+                            unique_key: Any = None) -> dict[str, Any]:
+        """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
+
+        `unique_key` (the model config): output columns the user declares unique; appends then
+        skip the probe of the stored rows.
+        """
         try:
             outcome = maintain.materialize(
-                _ConnectionDatabase(self), _table(relation), sql, full_refresh=full_refresh, log=logger.info
+                _ConnectionDatabase(self), _table(relation), sql, full_refresh=full_refresh, log=logger.info,
+                unique_key=unique_key,
             )
         except IvmError as e:
             raise _dbt_error(e) from e

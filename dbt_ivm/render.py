@@ -144,6 +144,11 @@ def changes_relation(source: Source, start: int, end: int, staged: str | None = 
     return change_select(source, start, end).subquery(ident(source.alias))
 
 
+def union_all(queries: list[exp.Select]) -> exp.Query:
+    """`q1 UNION ALL q2 UNION ALL …` (one query: itself)."""
+    return exp.union(*queries, distinct=False) if len(queries) > 1 else queries[0]
+
+
 def substitute(query: exp.Select, relations: Mapping[str, exp.Expression]) -> exp.Select:
     """Copy of `query` with each source table replaced by the relation for its alias."""
 
@@ -217,11 +222,8 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
         terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
     if not terms:
         return None
-    union: exp.Query = terms[0]
-    for term in terms[1:]:
-        union = exp.union(union, term, distinct=False)
     total = exp.Sum(this=col(DELTA_COLUMN))
-    grouped = _group_by_key(union, plan, total, DELTA_COLUMN)
+    grouped = _group_by_key(union_all(terms), plan, total, DELTA_COLUMN)
     return grouped.having(exp.NEQ(this=total.copy(), expression=lit(0)))
 
 
@@ -326,10 +328,7 @@ def changed_identities(staged: Mapping[int, str], limit: int) -> exp.Select:
         exp.select(lit(i).as_("i"), col(RID_COLUMN)).distinct().from_(temp_table(name))
         for i, name in sorted(staged.items())
     ]
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return exp.select("*").from_(union.subquery(ident(f"{HIDDEN_PREFIX}ids"))).limit(limit)
+    return exp.select("*").from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}ids"))).limit(limit)
 
 
 def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: str | None = None) -> exp.Expression:
@@ -362,10 +361,7 @@ def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int,
                    query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery()))
         for i, name in sorted(staged.items())
     ]
-    union: exp.Query = probes[0]
-    for probe in probes[1:]:
-        union = exp.union(union, probe, distinct=False)
-    return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union.subquery(ident(f"{HIDDEN_PREFIX}p")))
+    return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union_all(probes).subquery(ident(f"{HIDDEN_PREFIX}p")))
 
 
 def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Insert:

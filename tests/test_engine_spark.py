@@ -32,6 +32,10 @@ def mv(db, name="v", sql=JOIN, unique_key=None):
     return Maintainer(db, TableName(DB, name), sql, unique_key=unique_key)
 
 
+def last_commit(spark, name="v"):
+    return spark.sql(f"DESCRIBE HISTORY {DB}.{name}__ivm LIMIT 1").collect()[0]
+
+
 def assert_consistent(spark, db, name="v"):
     assert spark.sql(consistency_sql(db, TableName(DB, name))).count() == 0
 
@@ -70,7 +74,7 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
     m.materialize()
     merge = next(s for s in m.statements if s.startswith("MERGE"))
     assert "`t`.`__ivm_rid_0` IN (" in merge and "`t`.`__ivm_rid_1` IN (" in merge
-    history = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["operationMetrics"]
+    history = last_commit(spark)["operationMetrics"]
     assert int(history.get("numTargetChangeFilesAdded", 0)) == 0
     assert_consistent(spark, spark_db)
     # too many changed identities to write out: the same MERGE without the filter
@@ -88,16 +92,16 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
 def test_corrupt_stored_state_fails_the_merge_and_writes_nothing(spark, spark_db, sources):
     """A change set that removes more copies than the view holds is corrupt state, never a silent fix."""
     mv(spark_db).materialize()
-    before = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    before = last_commit(spark)["version"]
     spark.sql(f"DELETE FROM {DB}.v__ivm WHERE id = 10")  # a stored row lost behind the engine's back
     spark.sql(f"UPDATE {DB}.v__ivm SET __ivm_count = 0 WHERE id = 11")  # a count gone wrong
-    corrupted = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    corrupted = last_commit(spark)["version"]
     for victim in (10, 11):
         spark.sql(f"DELETE FROM {DB}.o WHERE id = {victim}")
         spark.sql(f"UPDATE {DB}.o SET amt = amt + 1 WHERE id = 12")  # a MERGE, not a pure delete
         with pytest.raises(Exception, match="removes rows the view does not hold"):
             mv(spark_db).materialize()
-        assert spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"] == corrupted > before
+        assert last_commit(spark)["version"] == corrupted > before
         spark.sql(f"INSERT INTO {DB}.o SELECT id, cust, amt FROM {DB}.o VERSION AS OF 1 WHERE id = {victim}")
         spark.sql(f"DELETE FROM {DB}.o WHERE id = 12")
         spark.sql(f"INSERT INTO {DB}.o SELECT id, cust, amt FROM {DB}.o VERSION AS OF 1 WHERE id = 12")
@@ -128,13 +132,13 @@ def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false
     assert any(s.startswith("INSERT INTO") for s in m.statements)
     assert not any("AS one" in s for s in m.statements)  # no probe of the stored rows
     assert_consistent(spark, spark_db)
-    version = spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"]
+    version = last_commit(spark)["version"]
     for rows in ["(6002, 1, 2.0), (6002, 2, 3.0)",  # one new key twice
                  "(6003, 1, 2.0), (6003, 1, 2.0)"]:  # one new row twice: two copies of a key
         spark.sql(f"insert into {DB}.o values {rows}")
         with pytest.raises(StateError, match=r"unique_key \(id\) is not unique"):
             mv(spark_db, unique_key="id").materialize()
-        assert spark.sql(f"DESCRIBE HISTORY {DB}.v__ivm LIMIT 1").collect()[0]["version"] == version
+        assert last_commit(spark)["version"] == version
         spark.sql(f"delete from {DB}.o where id in (6002, 6003)")
     assert mv(spark_db, unique_key="id").materialize().action in ("refreshed", "no changes")
     assert_consistent(spark, spark_db)

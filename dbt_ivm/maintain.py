@@ -4,8 +4,11 @@ The order of a refresh:
   1. inspect every source (Delta? change data feed on?) and pin its current version;
   2. analyze the model SQL into a plan (refusals happen here, before any write);
   3. read the watermark from the backing table's history;
-  4. evaluate the net change set once (CACHE TABLE) from the change feeds;
-  5. apply it in ONE commit (MERGE, or INSERT when every changed identity is new)
+  4. when the moved sources only appended rows (their Delta history says so) to a monotone view
+     with a declared unique key: append the view's new rows straight from the change feeds,
+     one INSERT that also checks the key; otherwise
+  5. evaluate the net change set once (CACHE TABLE) from the change feeds and
+  6. apply it in ONE commit (MERGE, or INSERT when every changed identity is new)
      that records the pinned versions as the new watermark.
 """
 
@@ -22,6 +25,7 @@ from typing import Any, Protocol
 from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.errors import SourceError, StateError
+from dbt_ivm.history import appended_rows, metric
 from dbt_ivm.ir import RID_COLUMN, TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -42,6 +46,12 @@ BACKING_SUFFIX = "__ivm"
 COMMIT_LOCK = threading.Lock()
 # Up to this many changed identities are written into the MERGE as literals (see render.identity_filter).
 MAX_FILTER_IDENTITIES = 10_000
+# Commits of each source read when its version is pinned; they also tell a refresh whether
+# the source only appended since (more commits than this are read again, up to MAX_APPEND_COMMITS).
+HISTORY_ROWS = 20
+MAX_APPEND_COMMITS = 100
+# Appended change rows up to this many are broadcast to the joins (an unstaged feed has no size).
+BROADCAST_ROWS = 100_000
 
 LOST_HISTORY = re.compile(
     r"DELTA_MISSING_CHANGE_DATA|DELTA_UNSUPPORTED_TIME_TRAVEL|DELTA_CDC_START_VERSION_AFTER_LATEST|"
@@ -74,6 +84,7 @@ class SourceInfo:
 class Outcome:
     action: str  # built | refreshed | no changes
     message: str
+    path: str = ""  # how a refresh applied its changes: append | insert | merge
     inserted: int = 0
     deleted: int = 0
     versions: Mapping[str, int] = field(default_factory=dict)
@@ -145,9 +156,9 @@ def table_id(db: Database, table: TableName) -> str:
     return str(db.query(f"DESCRIBE DETAIL {table.sql()}")[0]["id"])
 
 
-def current_version(db: Database, table: TableName) -> int:
-    rows = db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT 1")
-    return int(rows[0]["version"])
+def recent_history(db: Database, table: TableName) -> list[dict[str, Any]]:
+    """The newest commits of a table, newest first: the first is the version a refresh pins."""
+    return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {HISTORY_ROWS}")
 
 
 
@@ -177,15 +188,30 @@ def view_properties(db: Database, backing: TableName) -> dict[str, str]:
 
 def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, int]:
     """(the newest watermark, the table's latest version)."""
-    rows = db.query(f"DESCRIBE HISTORY {backing.sql()} LIMIT 20")
+    rows = db.query(f"DESCRIBE HISTORY {backing.sql()} LIMIT {HISTORY_ROWS}")
     mark = latest_watermark(rows)
-    if mark is None and len(rows) == 20:
+    if mark is None and len(rows) == HISTORY_ROWS:
         mark = latest_watermark(db.query(f"DESCRIBE HISTORY {backing.sql()}"))
     return mark, int(rows[0]["version"]) if rows else -1
 
 
 def read_watermark(db: Database, backing: TableName) -> Watermark | None:
     return read_history(db, backing)[0]
+
+
+def source_appends(db: Database, table: TableName, start: int, end: int,
+                   pinned_history: list[dict[str, Any]]) -> int | None:
+    """Rows appended to `table` in versions start..end if it only appended there (see `history`).
+
+    `pinned_history` (read when the version was pinned) usually holds those commits already.
+    """
+    if end - start + 1 > MAX_APPEND_COMMITS:
+        return None
+    rows = pinned_history
+    if start < min((int(r["version"]) for r in rows), default=start + 1):
+        # Newest first; room for a few commits that landed after the version was pinned.
+        rows = db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {end - start + 11}")
+    return appended_rows(rows, start, end)
 
 
 @contextmanager
@@ -226,6 +252,7 @@ class Maintainer:
         self.statements: list[str] = []
         self.ids: dict[str, str] = {}
         self.read_version: int | None = None
+        self.histories: dict[str, list[dict[str, Any]]] = {}
 
     def run(self, sql: str) -> None:
         self.statements.append(sql)
@@ -243,7 +270,8 @@ class Maintainer:
         render.ensure_maintainable(plan)
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         ids = {t.key: table_id(self.db, t) for t in plan.tables}
-        pinned = {t.key: current_version(self.db, t) for t in plan.tables}
+        self.histories = {t.key: recent_history(self.db, t) for t in plan.tables}
+        pinned = {key: int(rows[0]["version"]) for key, rows in self.histories.items()}
         return plan, pinned, ids
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
@@ -306,11 +334,14 @@ class Maintainer:
         if not moved:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
+        new_mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
+        appended = self._appended(plan, moved)
+        if appended is not None:
+            return self._append(plan, old, pinned, ranges, new_mark, appended)
         self.log(f"fast_mv {self.view}: reading changes from {ranges}")
         uid = uuid.uuid4().hex[:12]
         staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if s.table.key in moved}
         name = f"__ivm_delta_{uid}"
-        new_mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
         try:
             self._stage_changes(plan, old, pinned, staged)
             delta = render.delta_select(plan, old, pinned, staged)
@@ -320,32 +351,98 @@ class Maintainer:
             inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
             if self.unique_key and int(stats["n"]) > 0 and int(stats["min_d"]) > 0 and (
                     int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"])):
-                raise StateError(
-                    f"fast_mv {self.view}: unique_key ({', '.join(self.unique_key)}) is not unique in the rows "
-                    f"this refresh adds; nothing was written: fix the data or drop unique_key from the model config"
-                )
+                raise StateError(self._key_violation())
             with commit_metadata(self.db, new_mark, self.backing, self.read_version):
                 if int(stats["n"]) == 0:
                     self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
                     return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
                                    statements=tuple(self.statements))
                 if int(stats["min_d"]) > 0 and (self.unique_key or self._all_new(plan, staged)):
+                    path = "insert"
                     self.run(render.sql(render.insert_statement(plan, self.backing, name)))
                 else:
+                    path = "merge"
                     identities = self._changed_identities(staged)
                     self.run(render.sql(render.merge_statement(plan, self.backing, name, identities)))
         finally:
             for temp in [name, *staged.values()]:
                 for statement in render.release(temp):
                     self.db.execute(statement)
-        committed = read_watermark(self.db, self.backing)
-        if committed is None or committed.encode() != new_mark.encode():
+        self._verify(new_mark)
+        return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}", path,
+                       inserted, deleted, dict(pinned), tuple(self.statements))
+
+    def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
+        """The history row of this refresh's commit; another refresh's watermark there fails loudly."""
+        rows = rows or self.db.query(f"DESCRIBE HISTORY {self.backing.sql()} LIMIT {HISTORY_ROWS}")
+        committed = latest_watermark(rows)
+        if committed is None or committed.encode() != mark.encode():
             raise StateError(
                 f"another refresh of {self.view} committed first; this run's change set was discarded "
                 "and the view is consistent as of that refresh: run dbt again to catch up"
             )
-        return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}",
-                       inserted, deleted, dict(pinned), tuple(self.statements))
+        return next(r for r in rows if r.get("version") == committed.commit_version)
+
+    def _appended(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> int | None:
+        """Rows the moved sources appended, when the append path applies (see `_append`); else None."""
+        if not self.unique_key or plan.view_class not in render.MONOTONE:
+            return None
+        total = 0
+        for key, (a, b) in moved.items():
+            table = next(t for t in plan.tables if t.key == key)
+            rows = source_appends(self.db, table, a + 1, b, self.histories[key])
+            if rows is None:
+                return None
+            total += rows
+        return total
+
+    def _append(self, plan: ViewPlan, old: Mapping[str, int], pinned: Mapping[str, int], ranges: str,
+                mark: Watermark, appended: int) -> Outcome:
+        """Only appends since the watermark: one INSERT of the view's new rows, read from the feeds.
+
+        Nothing is staged or netted and the stored rows are not read: the view is monotone, so
+        appended source rows only add view rows, and the declared key makes them new rows. The
+        INSERT checks the key over what it adds, and fails whole if it repeats.
+        """
+        self.log(f"fast_mv {self.view}: appending the new rows of {ranges} (only appends since the last refresh)")
+        violation = self._key_violation()
+        insert = render.append_statement(plan, self.backing, old, pinned, self.unique_key, violation,
+                                         broadcast=appended <= BROADCAST_ROWS)
+        with commit_metadata(self.db, mark, self.backing, self.read_version):
+            try:
+                self.run(render.sql(insert))
+            except Exception as e:  # noqa: BLE001 - the connection's error type varies
+                if violation in str(e):
+                    raise StateError(violation) from e
+                lost = self._lost_history(e, ranges)
+                if lost is None:
+                    raise
+                raise lost from e
+            history = self.db.query(f"DESCRIBE HISTORY {self.backing.sql()} LIMIT {HISTORY_ROWS}")
+            nothing_added = int(history[0]["version"]) == self.read_version  # no commit: record the watermark
+            if nothing_added:
+                self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
+        commit = self._verify(mark, None if nothing_added else history)
+        inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
+        if inserted == 0:  # the view's rows did not change (an empty append commits nothing, or nothing)
+            return Outcome("no changes", f"no net changes from {ranges}", "append", versions=dict(pinned),
+                           statements=tuple(self.statements))
+        return Outcome("refreshed", f"refreshed: +{inserted}/-0 rows from {ranges}", "append",
+                       inserted, 0, dict(pinned), tuple(self.statements))
+
+    def _key_violation(self) -> str:
+        return (f"fast_mv {self.view}: unique_key ({', '.join(self.unique_key)}) is not unique in the rows "
+                "this refresh adds; nothing was written: fix the data or drop unique_key from the model config")
+
+    @staticmethod
+    def _lost_history(e: Exception, ranges: str) -> StateError | None:
+        """A change feed that can no longer be read, as the error that says what to do."""
+        if not LOST_HISTORY.search(str(e)):
+            return None
+        return StateError(
+            f"the change history of {ranges} is no longer readable ({_first_line(e)}): it was vacuumed, "
+            "or change data feed was off for part of it; run dbt with --full-refresh for this model"
+        )
 
     def _stage_changes(self, plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
                        staged: Mapping[int, str]) -> None:
@@ -356,13 +453,10 @@ class Maintainer:
             try:
                 self.run(render.cache_as(temp, render.change_select(source, old[key] + 1, new[key])))
             except Exception as e:  # noqa: BLE001 - the connection's error type varies
-                if LOST_HISTORY.search(str(e)):
-                    raise StateError(
-                        f"the change history of {key} v{old[key]}..v{new[key]} is no longer readable "
-                        f"({_first_line(e)}): it was vacuumed, or change data feed was off for part of it; "
-                        "run dbt with --full-refresh for this model"
-                    ) from e
-                raise
+                lost = self._lost_history(e, f"{key} v{old[key]}..v{new[key]}")
+                if lost is None:
+                    raise
+                raise lost from e
 
     def _changed_identities(self, staged: Mapping[int, str]) -> dict[int, list[int]] | None:
         """Each changed occurrence's change-row identities, or None when too many to write out."""

@@ -34,6 +34,9 @@ BACKING_PROPERTIES = {
     "delta.enableChangeDataFeed": "false",
 }
 MAINTAINED = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
+# Views whose rows only grow when their sources only grow (no outer join, no aggregate): appended
+# source rows can only add view rows, never remove or change one.
+MONOTONE = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 
 
 def sql(expression: exp.Expression) -> str:
@@ -190,7 +193,7 @@ def term_version(other: int, changed: int, old: int, new: int) -> int:
 
 
 def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
-                 staged: Mapping[int, str] | None = None) -> exp.Select | None:
+                 staged: Mapping[int, str] | None = None, broadcast: bool = False) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple.
 
     The view is multilinear in its sources' multiplicities, so with sources in
@@ -204,6 +207,8 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
     version did not move has dRi = 0 (no term) and Rj = Rj' (read once, at the
     pinned version). Self-joins are just two occurrences, each its own Ri.
     `staged` maps occurrence index -> cached change set (see `changes_relation`).
+    `broadcast` hints each term to broadcast its change rows: an unstaged change feed has no
+    size estimate, so Spark would otherwise shuffle the other sources to join it.
     Returns None when no source moved.
     """
     terms = []
@@ -219,12 +224,21 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
             else:
                 rels[other.alias] = snapshot_relation(other, term_version(other.index, i, old[k], new[k]))
         term = _with_rids(substitute(plan.query, rels), plan)
+        if broadcast:
+            term = _hint_broadcast(term, changed.alias)
         terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
     if not terms:
         return None
     total = exp.Sum(this=col(DELTA_COLUMN))
     grouped = _group_by_key(union_all(terms), plan, total, DELTA_COLUMN)
     return grouped.having(exp.NEQ(this=total.copy(), expression=lit(0)))
+
+
+def _hint_broadcast(query: exp.Select, alias: str) -> exp.Select:
+    hint = exp.JoinHint(this="BROADCAST", expressions=[exp.Table(this=ident(alias))])
+    existing = query.args.get("hint")
+    query.set("hint", exp.Hint(expressions=[*(existing.expressions if existing else []), hint]))
+    return query
 
 
 def _properties(props: Mapping[str, str]) -> exp.Properties:
@@ -369,6 +383,35 @@ def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Inse
     cols = _stored_columns(plan)
     select = exp.select(*[col(c) for c in cols], col(DELTA_COLUMN).as_(ident(COUNT_COLUMN))).from_(
         temp_table(delta)
+    )
+    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
+
+
+def append_statement(plan: ViewPlan, backing: TableName, old: Mapping[str, int], new: Mapping[str, int],
+                     unique_key: tuple[str, ...], violation: str, broadcast: bool = False) -> exp.Insert:
+    """The view's new rows straight from the change feeds, appended in one statement.
+
+    For a monotone view whose moved sources only appended rows: every net change adds copies.
+    The declared unique key makes each row new to the stored rows too, and is checked here on the
+    rows added (a key or a row twice fails the INSERT with `violation`: nothing is written). A
+    negative change would mean the history lied about the appends: it fails as well, never applied.
+    """
+    delta = delta_select(plan, old, new, broadcast=broadcast)
+    assert delta is not None
+    d = col(DELTA_COLUMN)
+    repeats = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[col(c) for c in unique_key])
+    count = exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=d.copy(), expression=lit(1)),
+                   true=_raise(f"fast_mv {backing}: an appended source row removed a view row; nothing was written")),
+            exp.If(this=exp.or_(exp.GT(this=d.copy(), expression=lit(1)), exp.GT(this=repeats, expression=lit(1))),
+                   true=_raise(violation)),
+        ],
+        default=lit(1),
+    )
+    cols = _stored_columns(plan)
+    select = exp.select(*[col(c) for c in cols], count.as_(ident(COUNT_COLUMN))).from_(
+        delta.subquery(ident(f"{HIDDEN_PREFIX}a"))
     )
     return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
 

@@ -3,7 +3,8 @@ compare every view with its full recompute.
 
 A `Family` is a set of source tables and the views over them. One round applies
 random inserts / updates / deletes to one, several or all sources (NULLs in keys,
-duplicate rows, tables emptied and refilled), refreshes every view through
+duplicate rows, tables emptied and refilled; keyed tables get fresh ids and
+mostly appends, so views with a declared unique key take the append path), refreshes every view through
 `dbt_ivm.maintain` on the shared Spark session, and compares each view with its
 definition recomputed at the versions the view consumed, as multisets.
 Later view classes plug in by adding a Family.
@@ -28,12 +29,14 @@ NUMS = [0.5, 1.0, 2.5, None]
 class Table:
     name: str
     columns: tuple[tuple[str, str], ...]  # (name, int | string | double)
+    key: str | None = None  # a column of fresh unique ids: never updated, never duplicated
 
 
 @dataclass(frozen=True)
 class View:
     name: str
     sql: str  # with {db} for the database
+    unique_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,14 @@ class Report:
     refreshes: int = 0
     no_change: int = 0
     builds: int = 0
+    appends: int = 0  # refreshes that took the append path
     mismatches: list[Mismatch] = field(default_factory=list)
     multi_source_rounds: int = 0
 
     def summary(self) -> str:
         return (f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
-                f"({self.refreshes} refreshes, {self.no_change} without changes, {self.builds} builds), "
+                f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
+                f"{self.builds} builds), "
                 f"{self.multi_source_rounds} rounds changed several sources, "
                 f"{len(self.mismatches)} mismatches")
 
@@ -92,6 +97,7 @@ class Harness:
         self.report = Report(family.name)
         self.last_statements: list[str] = []
         self.pinned: dict[str, int] = {}
+        self.next_id = 0
 
     # -- set up ------------------------------------------------------------------------
 
@@ -115,7 +121,11 @@ class Harness:
             self.materialize(v)
 
     def random_row(self, t: Table) -> tuple:
-        return tuple(self.rng.choice(domain(k)) for _, k in t.columns)
+        return tuple(self.fresh_id() if c == t.key else self.rng.choice(domain(k)) for c, k in t.columns)
+
+    def fresh_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
 
     def insert(self, t: Table, rows: list[tuple]) -> None:
         values = ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in rows)
@@ -124,7 +134,7 @@ class Harness:
     # -- one round -----------------------------------------------------------------------
 
     def predicate(self, t: Table) -> str:
-        col, kind = self.rng.choice(t.columns)
+        col, kind = self.rng.choice([c for c in t.columns if c[0] != t.key])
         value = self.rng.choice(domain(kind))
         if value is None:
             return f"`{col}` IS NULL"
@@ -134,14 +144,14 @@ class Harness:
         """1-3 random statements on one table: each its own Delta commit."""
         for _ in range(self.rng.randint(1, 3)):
             op = self.rng.choices(["insert", "dup", "update", "delete", "noop_update", "wipe"],
-                                  weights=[5, 2, 4, 3, 1, 0.3])[0]
+                                  weights=[12, 0, 3, 2, 1, 0.3] if t.key else [5, 2, 4, 3, 1, 0.3])[0]
             target = self.qualified(t.name)
             if op == "insert":
                 self.insert(t, [self.random_row(t) for _ in range(self.rng.randint(1, 4))])
             elif op == "dup":  # duplicate existing rows: bag semantics
                 self.sql(f"INSERT INTO {target} SELECT * FROM {target} WHERE {self.predicate(t)}")
             elif op == "update":
-                col, kind = self.rng.choice(t.columns)
+                col, kind = self.rng.choice([c for c in t.columns if c[0] != t.key])
                 self.sql(f"UPDATE {target} SET `{col}` = {literal(self.rng.choice(domain(kind)))} "
                          f"WHERE {self.predicate(t)}")
             elif op == "noop_update":  # pre and post images equal
@@ -177,8 +187,10 @@ class Harness:
         self.report.rounds += 1
 
     def materialize(self, v: View) -> None:
-        m = Maintainer(self.db, TableName(self.database, v.name), v.sql.format(db=f"`{self.database}`"))
+        m = Maintainer(self.db, TableName(self.database, v.name), v.sql.format(db=f"`{self.database}`"),
+                       unique_key=v.unique_key or None)
         outcome = m.materialize()
+        self.report.appends += outcome.path == "append"
         self.last_statements = list(m.statements)
         self.pinned = dict(outcome.versions)
         if outcome.action == "built":
@@ -253,4 +265,14 @@ JOINS = Family("joins", (A, B, C, D, E), (
     View("j_comma", "SELECT a.k, b.w, a.x + b.y AS s FROM {db}.a, {db}.b WHERE a.k = b.k AND b.w IS NOT NULL"),
     View("j_nullsafe", "SELECT a.v, b.w FROM {db}.a JOIN {db}.b ON a.k <=> b.k AND a.j <=> b.j"),
     View("j_cross", "SELECT a.v, e.t FROM {db}.a CROSS JOIN {db}.e WHERE a.k = 1"),
+))
+
+# Keyed sources (fresh ids, mostly appends) under views that declare a unique key.
+F = Table("f", (("id", "int"), ("k", "int"), ("v", "string")), key="id")
+G = Table("g", (("gid", "int"), ("k", "int"), ("w", "string")), key="gid")
+KEYED = Family("keyed", (F, G), (
+    View("k_single", "SELECT id, k, upper(v) AS u FROM {db}.f WHERE v IS NOT NULL OR k > 1", ("id",)),
+    View("k_join", "SELECT f.id, g.gid, f.v, g.w FROM {db}.f f JOIN {db}.g g ON f.k = g.k", ("id", "gid")),
+    View("k_self", "SELECT f1.id AS id1, f2.id AS id2, f2.v FROM {db}.f f1 JOIN {db}.f f2 ON f1.k = f2.k",
+         ("id1", "id2")),
 ))

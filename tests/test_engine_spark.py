@@ -144,6 +144,60 @@ def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false
     assert_consistent(spark, spark_db)
 
 
+def test_appends_under_a_unique_key_are_one_insert_straight_from_the_feeds(spark, spark_db, sources):
+    """Only appends since the last refresh: nothing staged, netted or probed, one INSERT."""
+    mv(spark_db, unique_key="id").materialize()
+    # both sources append; order 7001's customer only exists in the new customers rows
+    spark.sql(f"insert into {DB}.o values (7000, 1, 2.0), (7001, 50, 3.0)")
+    spark.sql(f"insert into {DB}.c values (50, 'n50')")
+    spark.sql(f"optimize {DB}.o")  # changes no rows: still only appends
+    spark.sql(f"insert into {DB}.o values (7002, 2, 4.0)")
+    m = mv(spark_db, unique_key="id")
+    out = m.materialize()
+    assert (out.action, out.path, out.inserted) == ("refreshed", "append", 3)
+    writes = [s for s in m.statements if s.split()[0] in ("INSERT", "MERGE", "CACHE")]
+    assert len(writes) == 1 and writes[0].startswith("INSERT INTO") and "TABLE_CHANGES" in writes[0]
+    assert last_commit(spark)["operationMetrics"]["numOutputRows"] == "3"
+    assert_consistent(spark, spark_db)
+    # rows the join drops: nothing to add, the watermark still advances
+    spark.sql(f"insert into {DB}.o values (7003, 999, 1.0)")
+    version = last_commit(spark)["version"]
+    out = mv(spark_db, unique_key="id").materialize()
+    assert (out.action, out.path) == ("no changes", "append")
+    assert last_commit(spark)["version"] == version + 1
+    assert_consistent(spark, spark_db)
+    # an append that read the table, or an update: the general path
+    spark.sql(f"insert into {DB}.o select id + 10000, cust, amt from {DB}.o where id < 3")
+    assert mv(spark_db, unique_key="id").materialize().path == "insert"
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id = 7000")
+    assert mv(spark_db, unique_key="id").materialize().path == "merge"
+    assert_consistent(spark, spark_db)
+    # without a declared key the stored rows must be probed: the general path
+    mv(spark_db, "w").materialize()
+    spark.sql(f"insert into {DB}.o values (7004, 3, 1.0)")
+    assert mv(spark_db, "w").materialize().path == "insert"
+
+
+def test_appended_change_rows_are_broadcast_to_a_large_other_source(spark, spark_db, sources):
+    """An unstaged change feed has no size estimate: the hint keeps the other source unshuffled."""
+    mv(spark_db, unique_key="id").materialize()
+    spark.sql(f"insert into {DB}.c values (51, 'n51')")
+    m = mv(spark_db, unique_key="id")
+    plan, pinned, _ = m.inspect()
+    old = {**pinned, f"{DB}.c": pinned[f"{DB}.c"] - 1}
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # every source counts as large
+    try:
+        def physical(broadcast):
+            insert = render.append_statement(plan, m.backing, old, pinned, ("id",), "x", broadcast=broadcast)
+            return spark.sql("EXPLAIN " + render.sql(insert.expression)).collect()[0][0]
+
+        assert "SortMergeJoin" in physical(False)
+        hinted = physical(True)
+        assert "BroadcastHashJoin" in hinted and "SortMergeJoin" not in hinted, hinted
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
 def test_no_net_change_advances_the_watermark_without_touching_data(spark, spark_db, sources):
     mv(spark_db).materialize()
     spark.sql(f"update {DB}.o set amt = amt where id < 10")  # pre and post images equal

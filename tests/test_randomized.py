@@ -12,12 +12,12 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import render
-from tests.harness import JOINS, SINGLE, A, B, Family, Harness, T, View
+from tests.harness import JOINS, KEYED, SINGLE, A, B, Family, Harness, T, View
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"single": 6, "joins": 3}
-STRESS = {"single": 60, "joins": 115}  # x4 and x9 views: 240 + 1035 checked refreshes
+SAMPLE = {"single": 6, "joins": 3, "keyed": 8}
+STRESS = {"single": 60, "joins": 115, "keyed": 150}  # x4, x9, x3 views: 240 + 1035 + 450 checks
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:
@@ -30,16 +30,18 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
     assert not report.mismatches, "\n".join(
         f"round {m.round} view {m.view} changed {m.changed}: {m.diff[:5]}" for m in report.mismatches[:5])
     assert report.refreshes > 0
+    if family is KEYED:
+        assert report.appends > 0, "no refresh took the append path"
 
 
-@pytest.mark.parametrize("family", [SINGLE, JOINS], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED], ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
 
 
 @pytest.mark.stress
-@pytest.mark.parametrize("family", [SINGLE, JOINS], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED], ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 20261122,

@@ -43,6 +43,9 @@ CASES = {
     "delta_self_join": lambda: render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
     "merge_join": lambda: render.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
     "insert_join": lambda: render.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "append_join": lambda: render.append_statement(
+        analyze(JOIN, SCHEMA), BACKING, {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}, ("id", "name"),
+        "key repeats", broadcast=True),
     "view_join": lambda: render.view_select(analyze(JOIN, SCHEMA), BACKING),
     "recompute": lambda: render.recompute_select(analyze(JOIN, SCHEMA).normalized_sql, {"db.o": 3, "db.c": 5}),
 }

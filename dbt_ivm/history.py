@@ -1,0 +1,57 @@
+"""What a source's Delta history says about its changes, before any change row is read.
+
+DESCRIBE HISTORY is metadata: one row per commit, read from the log without scanning data.
+A refresh uses it to learn that a source only appended rows since the view last consumed it,
+which lets the view's new rows be appended straight from the change feed (see
+`render.append_statement`) instead of staging, netting and merging them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Commits that change no rows, so they add nothing to the change feed.
+NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
+
+
+def metric(row: Mapping[str, Any], name: str) -> int | None:
+    """An operation metric of a DESCRIBE HISTORY row: a map in a Spark session, text over thrift."""
+    metrics = row.get("operationMetrics")
+    if isinstance(metrics, Mapping):
+        value = metrics.get(name)
+    else:
+        found = re.search(rf'"?{re.escape(name)}"?\s*(?:->|:|=)\s*"?(\d+)', str(metrics or ""))
+        value = found.group(1) if found else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_true(value: Any) -> bool:
+    return value is True or str(value).strip().lower() == "true"
+
+
+def appended_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> int | None:
+    """Rows appended in versions start..end when every commit there only appended; else None.
+
+    A blind append (Delta's `isBlindAppend`) only adds files and read nothing of the table, so
+    its change rows are all inserts. Commits that change no rows (OPTIMIZE, VACUUM) add none.
+    Anything else (UPDATE, DELETE, MERGE, overwrite, an append that read the table, a commit
+    missing from `history`) may remove rows: None, and the refresh takes the general path.
+    """
+    commits = {int(r["version"]): r for r in history if start <= int(r["version"]) <= end}
+    if len(commits) != end - start + 1:
+        return None
+    total = 0
+    for row in commits.values():
+        if _is_true(row.get("isBlindAppend")):
+            rows = metric(row, "numOutputRows")
+            if rows is None:
+                return None
+            total += rows
+        elif str(row.get("operation") or "").upper() not in NO_DATA_OPERATIONS:
+            return None
+    return total

@@ -34,7 +34,7 @@ race() {  # $1: change_shop's arguments
   echo "   incremental refresh $refresh; --full-refresh $(model_time)" >> timing.txt
 }
 : > timing.txt
-echo "order_details after 0.1 % new orders (appended: the INSERT path):" >> timing.txt
+echo "order_details after 0.1 % new orders (the sources only appended: the append path):" >> timing.txt
 race "{fraction: 0.001, seed: 2, new_orders_only: true}"
 echo "order_details after 0.1 % inserts, updates and deletes of orders and 4 renamed customers (the MERGE path):" >> timing.txt
 race "{fraction: 0.001, seed: 3}"

@@ -178,6 +178,21 @@ def test_appends_under_a_unique_key_are_one_insert_straight_from_the_feeds(spark
     assert mv(spark_db, "w").materialize().path == "insert"
 
 
+def test_append_path_fails_loudly_when_the_appended_rows_are_gone(spark, spark_db, sources):
+    """The history says 'appended', but the appended file no longer exists: no silent skip."""
+    import os
+    from urllib.parse import urlparse
+
+    mv(spark_db, unique_key="id").materialize()
+    version = last_commit(spark)["version"]
+    spark.sql(f"insert into {DB}.o values (8000, 1, 2.0)")
+    path = spark.sql(f"select input_file_name() from {DB}.o where id = 8000").collect()[0][0]
+    os.remove(urlparse(path).path)
+    with pytest.raises(StateError, match="no longer readable.*--full-refresh"):
+        mv(spark_db, unique_key="id").materialize()
+    assert last_commit(spark)["version"] == version
+
+
 def test_appended_change_rows_are_broadcast_to_a_large_other_source(spark, spark_db, sources):
     """An unstaged change feed has no size estimate: the hint keeps the other source unshuffled."""
     mv(spark_db, unique_key="id").materialize()

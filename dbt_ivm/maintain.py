@@ -424,7 +424,7 @@ class Maintainer:
                 self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
-        if inserted == 0:  # the view's rows did not change (an empty append commits nothing, or nothing)
+        if inserted == 0:  # the view's joins and filters kept none of the appended rows
             return Outcome("no changes", f"no net changes from {ranges}", "append", versions=dict(pinned),
                            statements=tuple(self.statements))
         return Outcome("refreshed", f"refreshed: +{inserted}/-0 rows from {ranges}", "append",

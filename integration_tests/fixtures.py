@@ -147,6 +147,9 @@ FROM_PARQUET = "select item_id, name from {parquet_items}"
 FROM_NO_CDF = "select item_id, name from {plain_items}"
 RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
 WINDOW_FUNCTION = "select item_id, row_number() over (order by price) as rn from {items}"
+# A declared key over distinct items: refreshes after appends take the append path.
+ITEM_KEYED = "{{{{ config(unique_key='item_id') }}}}\nselect item_id, name, price from {items} where price > 1 or price is null"
+KEYED_ITEMS_ROWS = "(1, 'apple', 1.5), (2, 'pear', 0.5), (3, NULL, 3.0)"
 BAD_UNIQUE_KEY = "{{{{ config(unique_key='item_key') }}}}\nselect item_id, name from {items}"
 
 

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 import pytest
-from dbt.tests.util import run_dbt, write_file
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from integration_tests.fixtures import (
     BAD_UNIQUE_KEY,
@@ -19,9 +19,11 @@ from integration_tests.fixtures import (
     FROM_NO_CDF,
     FROM_PARQUET,
     ITEM_MV,
+    ITEM_KEYED,
     ITEM_MV_CHANGED,
     ITEMS_ROWS,
     ITEMS_TABLE,
+    KEYED_ITEMS_ROWS,
     ORDERS_MV_REF,
     PLAIN_ITEMS_TABLE,
     RESERVED_PREFIX,
@@ -251,6 +253,41 @@ class TestFastMvSingleModel:
             assert_view_matches_model(spark, schema, "item_mv", ITEM_MV_CHANGED)
         finally:
             write_file(model(ITEM_MV), path, "item_mv.sql")
+
+
+# --- a declared unique key: appends are one INSERT from the change feed -----------------
+
+
+class TestFastMvAppendPath:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "item_keyed.sql": model(ITEM_KEYED),
+            "sources.yml": SOURCES_YML,
+            "schema.yml": consistent_schema_yml("item_keyed"),
+        }
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        create_source(spark, project.test_schema, "items", ITEMS_TABLE, KEYED_ITEMS_ROWS)
+
+    def test_appends_are_appended_and_a_repeated_key_writes_nothing(self, project, spark):
+        schema = project.test_schema
+        assert messages(run_dbt(["run"]))["item_keyed"].startswith("built")
+        at = version(spark, schema, "items")
+        spark.sql(f"INSERT INTO {schema}.items VALUES (5, 'kiwi', 4.0), (6, 'plum', 0.5), (7, NULL, NULL)")
+        results, logs = run_dbt_and_capture(["run"])
+        assert messages(results)["item_keyed"] == f"refreshed: +2/-0 rows from {schema}.items v{at}..v{at + 1}"
+        assert "appending the new rows" in logs
+        assert_view_matches_model(spark, schema, "item_keyed", ITEM_KEYED.split("\n", 1)[1])
+        assert_tests_pass(1)
+
+        # two new rows with one key: the run fails, says why, and the view does not move
+        stored = version(spark, schema, "item_keyed__ivm")
+        spark.sql(f"INSERT INTO {schema}.items VALUES (8, 'lime', 2.0), (8, 'lemon', 3.0)")
+        results = run_dbt(["run"], expect_pass=False)
+        assert "unique_key (item_id) is not unique in the rows this refresh adds" in results[0].message
+        assert version(spark, schema, "item_keyed__ivm") == stored
 
 
 # --- refusals: each model fails with a one-line cause and fix and creates nothing -------

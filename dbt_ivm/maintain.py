@@ -151,16 +151,32 @@ def check_source(info: SourceInfo) -> None:
                           f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
 
 
-def table_id(db: Database, table: TableName) -> str:
-    """Delta's table id: it changes when a table is dropped and created again under the same name."""
-    return str(db.query(f"DESCRIBE DETAIL {table.sql()}")[0]["id"])
-
-
 def recent_history(db: Database, table: TableName) -> list[dict[str, Any]]:
     """The newest commits of a table, newest first: the first is the version a refresh pins."""
     return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {HISTORY_ROWS}")
 
 
+
+
+def created_times(db: Database, tables: Sequence[TableName]) -> dict[str, str]:
+    """Each table's creation time in the catalog: another one means it was dropped and created again.
+
+    One SHOW TABLE EXTENDED per database (catalog metadata only). Not Delta's table id, which
+    DESCRIBE DETAIL gives only after computing the table's whole state. '' where not shown.
+    """
+    created = {t.key: "" for t in tables}
+    by_db: dict[tuple[str | None, str], list[TableName]] = {}
+    for t in tables:
+        by_db.setdefault((t.catalog, t.db or "default"), []).append(t)
+    for (catalog, name), group in by_db.items():
+        namespace = ".".join(render.sql(render.ident(p)) for p in (catalog, name) if p)
+        pattern = "|".join(_like(t.name) for t in group)
+        rows = db.query(f"SHOW TABLE EXTENDED IN {namespace} LIKE '{pattern}'")
+        found = {(r.get("tableName") or "").lower(): r.get("information") or "" for r in rows}
+        for t in group:
+            line = re.search(r"^Created Time: (.+)$", found.get(t.name.lower(), ""), re.MULTILINE)
+            created[t.key] = line.group(1).strip() if line else ""
+    return created
 
 
 def table_exists(db: Database, table: TableName) -> bool:
@@ -250,7 +266,7 @@ class Maintainer:
         self.unique_key_config = unique_key
         self.unique_key: tuple[str, ...] = ()
         self.statements: list[str] = []
-        self.ids: dict[str, str] = {}
+        self.created: dict[str, str] = {}
         self.read_version: int | None = None
         self.histories: dict[str, list[dict[str, Any]]] = {}
 
@@ -269,22 +285,23 @@ class Maintainer:
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos})
         render.ensure_maintainable(plan)
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
-        ids = {t.key: table_id(self.db, t) for t in plan.tables}
+        created = created_times(self.db, plan.tables)
         self.histories = {t.key: recent_history(self.db, t) for t in plan.tables}
         pinned = {key: int(rows[0]["version"]) for key, rows in self.histories.items()}
-        return plan, pinned, ids
+        return plan, pinned, created
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
-        plan, pinned, ids = self.inspect()
-        self.ids = ids
+        plan, pinned, self.created = self.inspect()
         if full_refresh:
             return self.build(plan, pinned, "full refresh")
         if not (table_exists(self.db, self.backing) and table_exists(self.db, self.view)):
             return self.build(plan, pinned, "first build")
         props = view_properties(self.db, self.backing)
         mark, self.read_version = read_history(self.db, self.backing)
-        if mark is None or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
+        if mark is None:
             return self.build(plan, pinned, "no watermark in the stored view")
+        if props.get(PROP_FORMAT) != str(FORMAT_VERSION):
+            return self.build(plan, pinned, "the stored view has an older format")
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
             return self.build(plan, pinned, "the model or its sources' columns changed")
         return self.refresh(plan, mark, pinned)
@@ -293,7 +310,7 @@ class Maintainer:
 
     def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str) -> Outcome:
         self.log(f"fast_mv {self.view}: building ({reason}) at {_versions(pinned)}")
-        mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
+        mark = Watermark(dict(pinned), plan.definition_hash, self.created)
         props = {
             PROP_FORMAT: str(FORMAT_VERSION),
             PROP_DEFINITION: plan.normalized_sql,
@@ -318,10 +335,11 @@ class Maintainer:
         for key, version in pinned.items():
             if key not in old:
                 return self.build(plan, pinned, f"no watermark for source {key}")
-            if mark.table_ids.get(key) not in (None, self.ids[key]):
+            if mark.created.get(key) not in (None, "", self.created[key]):
                 raise StateError(
                     f"source {key} was dropped and created again since fast_mv {self.view} last consumed it "
-                    "(its Delta table id changed), so its change history is gone; "
+                    f"(created {mark.created[key]}, now {self.created[key] or 'unknown'}), so its change "
+                    "history is gone; "
                     "run dbt with --full-refresh for this model"
                 )
             if version < old[key]:
@@ -334,7 +352,7 @@ class Maintainer:
         if not moved:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
-        new_mark = Watermark(dict(pinned), plan.definition_hash, self.ids)
+        new_mark = Watermark(dict(pinned), plan.definition_hash, self.created)
         appended = self._appended(plan, moved)
         if appended is not None:
             return self._append(plan, old, pinned, ranges, new_mark, appended)

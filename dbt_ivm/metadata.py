@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "dbt-ivm:"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: sources are told apart by their creation time, not Delta's table id
 
 # Table properties of the backing table, written at build time.
 PROP_DEFINITION = "dbt_ivm.definition"
@@ -26,12 +26,14 @@ PROP_COLUMNS = "dbt_ivm.columns"
 class Watermark:
     sources: Mapping[str, int]  # table key -> last Delta version consumed
     definition_hash: str
-    table_ids: Mapping[str, str] = field(default_factory=dict)  # table key -> Delta table id
+    # table key -> the source's creation time in the catalog: a table dropped and created again
+    # under the same name has another one (and a new change history)
+    created: Mapping[str, str] = field(default_factory=dict)
     commit_version: int | None = None  # the backing table's version that recorded it
 
     def encode(self) -> str:
         body = {"v": FORMAT_VERSION, "def": self.definition_hash, "sources": dict(sorted(self.sources.items())),
-                "ids": dict(sorted(self.table_ids.items()))}
+                "created": dict(sorted(self.created.items()))}
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -39,7 +41,7 @@ class Watermark:
         if not text or not text.startswith(MARKER):
             return None
         body = json.loads(text[len(MARKER):])
-        return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], dict(body.get("ids", {})),
+        return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], dict(body.get("created", {})),
                    commit_version)
 
 

@@ -14,7 +14,7 @@ import pytest
 from dbt_ivm import analyze, render
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import backing_table, parse_describe_extended, parse_properties
+from dbt_ivm.maintain import backing_table, created_times, parse_describe_extended, parse_properties
 from dbt_ivm.metadata import Watermark, latest_watermark
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -107,12 +107,12 @@ def test_only_maintained_classes_render():
 
 
 def test_watermark_round_trip_and_latest():
-    mark = Watermark({"db.o": 4, "db.c": 7}, "abc", {"db.o": "id-1"})
+    mark = Watermark({"db.o": 4, "db.c": 7}, "abc", {"db.o": "Mon Nov 23 04:31:59 UTC 2026"})
     text = mark.encode()
     assert Watermark.decode(text).sources == {"db.o": 4, "db.c": 7}
     history = [{"version": 5, "userMetadata": None}, {"version": 4, "userMetadata": text}]
     latest = latest_watermark(history)
-    assert latest is not None and latest.commit_version == 4 and latest.table_ids == {"db.o": "id-1"}
+    assert latest is not None and latest.commit_version == 4 and latest.created == {"db.o": "Mon Nov 23 04:31:59 UTC 2026"}
     assert latest_watermark([{"version": 1, "userMetadata": "someone else's"}]) is None
 
 
@@ -133,3 +133,19 @@ def test_parse_describe_extended():
 
 def test_backing_table_name():
     assert backing_table(TableName("s", "v")) == TableName("s", "v__ivm")
+
+
+def test_created_times_one_query_per_database():
+    class FakeDb:
+        queries: list[str] = []
+
+        def query(self, sql):
+            self.queries.append(sql)
+            info = "Catalog: spark_catalog\nCreated Time: Mon Nov 23 04:57:41 UTC 2026\nProvider: delta\n"
+            return [{"tableName": "O", "information": info}, {"tableName": "other", "information": "x"}]
+
+    db = FakeDb()
+    tables = [TableName("db", "o"), TableName("db", "c"), TableName("db2", "o")]
+    assert created_times(db, tables) == {
+        "db.o": "Mon Nov 23 04:57:41 UTC 2026", "db.c": "", "db2.o": "Mon Nov 23 04:57:41 UTC 2026"}
+    assert db.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|c'", "SHOW TABLE EXTENDED IN `db2` LIKE 'o'"]

@@ -156,8 +156,6 @@ def recent_history(db: Database, table: TableName) -> list[dict[str, Any]]:
     return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {HISTORY_ROWS}")
 
 
-
-
 def created_times(db: Database, tables: Sequence[TableName]) -> dict[str, str]:
     """Each table's creation time in the catalog: another one means it was dropped and created again.
 
@@ -204,7 +202,7 @@ def view_properties(db: Database, backing: TableName) -> dict[str, str]:
 
 def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, int]:
     """(the newest watermark, the table's latest version)."""
-    rows = db.query(f"DESCRIBE HISTORY {backing.sql()} LIMIT {HISTORY_ROWS}")
+    rows = recent_history(db, backing)
     mark = latest_watermark(rows)
     if mark is None and len(rows) == HISTORY_ROWS:
         mark = latest_watermark(db.query(f"DESCRIBE HISTORY {backing.sql()}"))
@@ -392,7 +390,7 @@ class Maintainer:
 
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
         """The history row of this refresh's commit; another refresh's watermark there fails loudly."""
-        rows = rows or self.db.query(f"DESCRIBE HISTORY {self.backing.sql()} LIMIT {HISTORY_ROWS}")
+        rows = rows or recent_history(self.db, self.backing)
         committed = latest_watermark(rows)
         if committed is None or committed.encode() != mark.encode():
             raise StateError(
@@ -432,11 +430,9 @@ class Maintainer:
             except Exception as e:  # noqa: BLE001 - the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
-                lost = self._lost_history(e, ranges)
-                if lost is None:
-                    raise
-                raise lost from e
-            history = self.db.query(f"DESCRIBE HISTORY {self.backing.sql()} LIMIT {HISTORY_ROWS}")
+                self._raise_if_lost_history(e, ranges)
+                raise
+            history = recent_history(self.db, self.backing)
             nothing_added = int(history[0]["version"]) == self.read_version  # no commit: record the watermark
             if nothing_added:
                 self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
@@ -453,14 +449,13 @@ class Maintainer:
                 "this refresh adds; nothing was written: fix the data or drop unique_key from the model config")
 
     @staticmethod
-    def _lost_history(e: Exception, ranges: str) -> StateError | None:
-        """A change feed that can no longer be read, as the error that says what to do."""
-        if not LOST_HISTORY.search(str(e)):
-            return None
-        return StateError(
-            f"the change history of {ranges} is no longer readable ({_first_line(e)}): it was vacuumed, "
-            "or change data feed was off for part of it; run dbt with --full-refresh for this model"
-        )
+    def _raise_if_lost_history(e: Exception, ranges: str) -> None:
+        """A change feed that can no longer be read fails as the error that says what to do."""
+        if LOST_HISTORY.search(str(e)):
+            raise StateError(
+                f"the change history of {ranges} is no longer readable ({_first_line(e)}): it was vacuumed, "
+                "or change data feed was off for part of it; run dbt with --full-refresh for this model"
+            ) from e
 
     def _stage_changes(self, plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
                        staged: Mapping[int, str]) -> None:
@@ -471,10 +466,8 @@ class Maintainer:
             try:
                 self.run(render.cache_as(temp, render.change_select(source, old[key] + 1, new[key])))
             except Exception as e:  # noqa: BLE001 - the connection's error type varies
-                lost = self._lost_history(e, f"{key} v{old[key]}..v{new[key]}")
-                if lost is None:
-                    raise
-                raise lost from e
+                self._raise_if_lost_history(e, f"{key} v{old[key]}..v{new[key]}")
+                raise
 
     def _changed_identities(self, staged: Mapping[int, str]) -> dict[int, list[int]] | None:
         """Each changed occurrence's change-row identities, or None when too many to write out."""

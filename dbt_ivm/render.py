@@ -380,10 +380,13 @@ def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int,
 
 def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Insert:
     """Insert-only change set of brand-new identity tuples: append, no MERGE."""
+    return _insert_stored(plan, backing, col(DELTA_COLUMN), temp_table(delta))
+
+
+def _insert_stored(plan: ViewPlan, backing: TableName, count: exp.Expression, rows: exp.Expression) -> exp.Insert:
+    """INSERT of `rows` into the backing table: its stored columns, and `count` as the count."""
     cols = _stored_columns(plan)
-    select = exp.select(*[col(c) for c in cols], col(DELTA_COLUMN).as_(ident(COUNT_COLUMN))).from_(
-        temp_table(delta)
-    )
+    select = exp.select(*[col(c) for c in cols], count.as_(ident(COUNT_COLUMN))).from_(rows)
     return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
 
 
@@ -409,11 +412,7 @@ def append_statement(plan: ViewPlan, backing: TableName, old: Mapping[str, int],
         ],
         default=lit(1),
     )
-    cols = _stored_columns(plan)
-    select = exp.select(*[col(c) for c in cols], count.as_(ident(COUNT_COLUMN))).from_(
-        delta.subquery(ident(f"{HIDDEN_PREFIX}a"))
-    )
-    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
+    return _insert_stored(plan, backing, count, delta.subquery(ident(f"{HIDDEN_PREFIX}a")))
 
 
 def _raise(message: str) -> exp.Expression:

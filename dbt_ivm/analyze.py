@@ -8,7 +8,7 @@ names it; nothing unsupported passes silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -21,6 +21,7 @@ from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
 from sqlglot.optimizer.simplify import Simplifier
 
+from dbt_ivm import spark_functions, verbatim
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -40,7 +41,7 @@ from dbt_ivm.ir import (
     is_hidden,
 )
 
-DIALECT = "spark"
+DIALECT = verbatim.DIALECT  # Spark, with every function call kept as written
 Schema = Mapping[str, Mapping[str, str]]
 
 # Functions whose value is not a function of their arguments: a recompute would differ.
@@ -66,7 +67,7 @@ NONDETERMINISTIC_NAMES = frozenset(
         "input_file_block_length", "unix_timestamp", "rand_str", "try_reflect", "reflect",
         "java_method", "aes_encrypt",  # GCM mode draws a random IV per call
     }
-)
+) | spark_functions.NONDETERMINISTIC
 GENERATOR_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.Explode,  # also ExplodeOuter, Posexplode, PosexplodeOuter
     exp.Inline,
@@ -74,10 +75,7 @@ GENERATOR_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.Lateral,
     exp.Stack,
 )
-GENERATOR_NAMES = frozenset(
-    {"explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer",
-     "stack", "json_tuple"}
-)
+GENERATOR_NAMES = frozenset({"json_tuple"}) | spark_functions.GROUPS["generator_funcs"]
 SUPPORTED_AGGREGATES: dict[type[exp.Expression], str] = {
     exp.Count: "count",
     exp.Sum: "sum",
@@ -85,17 +83,10 @@ SUPPORTED_AGGREGATES: dict[type[exp.Expression], str] = {
     exp.Min: "min",
     exp.Max: "max",
 }
-# Spark aggregates sqlglot does not model (it parses them as anonymous functions).
-AGGREGATE_NAMES = frozenset(
-    {"mean", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
-     "hll_union_agg", "some", "every", "std", "product", "regr_avgx", "regr_avgy", "regr_intercept",
-     "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "corr", "covar_pop", "covar_samp",
-     "collect_list", "collect_set", "percentile", "percentile_approx", "approx_percentile",
-     "approx_count_distinct", "first", "last", "first_value", "last_value", "any_value",
-     "bool_and", "bool_or", "max_by", "min_by", "count_if", "listagg", "string_agg", "array_agg",
-     "bit_and", "bit_or", "bit_xor", "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop",
-     "var_samp", "kurtosis", "skewness", "median", "mode", "grouping", "grouping_id"}
-)
+# Spark's other aggregates: parsed as plain calls (see `verbatim`), refused by name.
+AGGREGATE_NAMES = spark_functions.GROUPS["agg_funcs"] - {"count", "sum", "avg", "min", "max"}
+WINDOW_NAMES = spark_functions.GROUPS["window_funcs"]
+BUILTIN_NAMES = frozenset().union(*spark_functions.GROUPS.values()) | verbatim.GRAMMAR_FUNCTIONS
 ORIGINAL_NAME = "ivm_original"  # identifier meta: the spelling the model used, before normalization
 
 
@@ -162,8 +153,12 @@ def source_tables(sql: str) -> list[TableName]:
     return list(seen.values())
 
 
-def check_constructs(tree: exp.Expression) -> None:
-    """Refuse, on the raw parse tree, every construct no refresh can maintain exactly."""
+def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset()) -> None:
+    """Refuse, on the raw parse tree, every construct no refresh can maintain exactly.
+
+    `functions`: the model's `deterministic_functions` (lower case), accepted beside Spark's
+    deterministic built-ins.
+    """
     for node in tree.walk():
         if isinstance(node, exp.Hint):
             continue
@@ -230,6 +225,8 @@ def check_constructs(tree: exp.Expression) -> None:
             raise _refuse(f"aggregate {_func_name(node)}()", node,
                           "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
                           "use materialized='table' for this model")
+        if isinstance(node, exp.Anonymous):
+            _check_function(node, functions)
         if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
             kind = {exp.GroupingSets: "GROUPING SETS"}.get(type(node), node.key.upper())
             raise _refuse(kind, node, "one fast_mv per grouping, or use materialized='table'")
@@ -245,6 +242,28 @@ def check_constructs(tree: exp.Expression) -> None:
                           f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns")
     for select in tree.find_all(exp.Select):
         _check_projections(select)
+
+
+def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
+    """A plain call must be a deterministic Spark built-in or declared by the model.
+
+    Any other function (a UDF, a function of a newer Spark, a database-qualified name) may be
+    non-deterministic or be redefined later, and the view would silently differ from a recompute.
+    """
+    name = _func_key(node)
+    parent = node.parent
+    if isinstance(parent, exp.Dot) and parent.expression is node:
+        name = f"{parent.this.sql(dialect=DIALECT).replace('`', '').lower()}.{name}"
+    elif name in WINDOW_NAMES:
+        raise _refuse(f"window function {name}()", node, "use materialized='table'")
+    elif name in BUILTIN_NAMES:
+        return
+    if name not in declared:
+        raise _refuse(
+            f"function {name}(), which is not a Spark built-in fast_mv knows to be deterministic", node,
+            f"if it is deterministic and will not be redefined, declare it in the model config: "
+            f"deterministic_functions=['{name}'] (a change to the list rebuilds the view); "
+            "otherwise use materialized='table'")
 
 
 def _func_key(node: exp.Expression) -> str:
@@ -378,8 +397,8 @@ def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
     _restore_output_names(tree, schema)
     tree = eliminate_subqueries(tree)
     _check_null_supplied_subqueries(tree)
-    tree = merge_subqueries(_inline_shared_ctes(tree))
-    tree = eliminate_ctes(tree)
+    tree = merge_subqueries(_inline_shared_ctes(verbatim.as_calls(tree)))
+    tree = verbatim.as_anonymous(eliminate_ctes(tree))
     tree = _simplify_predicates(tree)
     return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
 
@@ -554,6 +573,12 @@ STRICT_OPERATORS: tuple[type[exp.Expression], ...] = (
     exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Abs, exp.Round, exp.Floor,
     exp.Ceil, exp.Year, exp.Month, exp.Day, exp.DateTrunc, exp.TimestampTrunc,
 )
+# The same, as plain calls (see `verbatim`): Spark returns NULL as soon as an argument is NULL.
+STRICT_FUNCTIONS = frozenset(
+    {"upper", "lower", "ucase", "lcase", "length", "char_length", "character_length", "substring", "substr",
+     "trim", "ltrim", "rtrim", "abs", "round", "bround", "floor", "ceil", "ceiling", "year", "month", "day",
+     "dayofmonth", "hour", "minute", "second", "quarter", "date_trunc", "trunc"}
+)
 
 
 def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -> bool:
@@ -568,7 +593,9 @@ def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -
         return all(_null_on_null(e, is_null) for e in expr.flatten())
     if isinstance(expr, exp.Concat) and expr.args.get("coalesce"):
         return False
-    if isinstance(expr, (*STRICT_OPERATORS, exp.Concat)):
+    if isinstance(expr, (*STRICT_OPERATORS, exp.Concat)) or (
+        isinstance(expr, exp.Anonymous) and _func_key(expr) in STRICT_FUNCTIONS
+    ):
         return any(_null_on_null(e, is_null) for e in expr.iter_expressions())
     return False
 
@@ -600,14 +627,16 @@ def _null_intolerant(pred: exp.Expression | None, aliases: set[str] | None = Non
     return bool(aliases) and _rejects(pred, aliases)
 
 
-def analyze(sql: str, schema: Schema) -> ViewPlan:
+def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan:
     """Validate, normalize and classify `sql` (Spark dialect, sources fully named).
 
-    `schema` maps each source table ("db.table" or "table") to {column: Spark type}.
+    `schema` maps each source table ("db.table" or "table") to {column: Spark type};
+    `functions` are the functions the model declares deterministic (`deterministic_functions`).
     Raises UnsupportedView with the construct and what to do instead.
     """
+    declared = tuple(sorted({f.strip().lower() for f in functions if f.strip()}))
     raw = parse(sql)
-    check_constructs(raw)
+    check_constructs(raw, frozenset(declared))
     known = {_schema_key(k) for k in schema}
     missing = [t for t in source_tables(sql) if t.key not in known]
     if missing:
@@ -638,6 +667,7 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
     aggregated = bool(group_by or aggregates or distinct or having is not None)
     view_class = _classify(sources, tree_node, aggregated)
     hidden = _hidden_columns(view_class, sources, aggregates)
+    verbatim.check_round_trip(select)
     return ViewPlan(
         view_class=view_class,
         query=select,
@@ -650,6 +680,7 @@ def analyze(sql: str, schema: Schema) -> ViewPlan:
         having=having,
         distinct=distinct,
         hidden=hidden,
+        functions=declared,
     )
 
 

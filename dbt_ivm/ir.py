@@ -148,6 +148,7 @@ class ViewPlan:
     having: exp.Expression | None = None
     distinct: bool = False
     hidden: tuple[HiddenColumn, ...] = field(default=())
+    functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)
 
     @property
     def tables(self) -> tuple[TableName, ...]:
@@ -159,7 +160,9 @@ class ViewPlan:
 
     @property
     def normalized_sql(self) -> str:
-        return self.query.sql(dialect="spark")
+        from dbt_ivm.verbatim import to_sql
+
+        return to_sql(self.query)
 
     @property
     def definition_hash(self) -> str:
@@ -168,5 +171,6 @@ class ViewPlan:
             "sql": self.normalized_sql,
             "columns": [[s.table.key, list(map(list, s.columns))] for s in self.sources],
             "class": self.view_class.value,
+            "functions": list(self.functions),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

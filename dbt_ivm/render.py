@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.analyze import DIALECT, parse
+from dbt_ivm import verbatim
+from dbt_ivm.analyze import parse
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -40,7 +41,8 @@ MONOTONE = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 
 
 def sql(expression: exp.Expression) -> str:
-    return expression.sql(dialect=DIALECT)
+    """Spark SQL of a statement; what sqlglot cannot write in Spark raises (see `verbatim`)."""
+    return verbatim.to_sql(expression)
 
 
 def ident(name: str) -> exp.Identifier:

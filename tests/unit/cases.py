@@ -444,7 +444,7 @@ REFUSED: list[Refused] = [
     no("now", "select id, now() as ts from eq_shop.orders", "non-deterministic function now()"),
     no("current_date", "select id from eq_shop.orders where created = current_date()",
        "non-deterministic function current_date()"),
-    no("curdate", "select id, curdate() as d from eq_shop.orders", "non-deterministic function current_date()"),
+    no("curdate", "select id, curdate() as d from eq_shop.orders", "non-deterministic function curdate()"),
     no("monotonically_increasing_id", "select id, monotonically_increasing_id() as m from eq_shop.orders",
        "non-deterministic function monotonically_increasing_id()"),
     no("input_file_name", "select id, input_file_name() as f from eq_shop.orders",

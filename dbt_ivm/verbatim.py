@@ -1,0 +1,138 @@
+"""The Spark dialect the engine reads and writes: the model's functions stay as written.
+
+sqlglot's Spark dialect maps function names onto its own typed expressions and writes them
+back from those: `log10(x)` came back as `LOG(10, x)` (another value in Spark),
+`to_char(ts, 'yyyy-MM')` as `CAST(ts AS STRING)`, `to_json(parse_json(s))` as `s`. Here every
+function call parses into an anonymous call that is written back with the name and arguments
+the model used. Only what the analysis must recognise stays typed: the five aggregates the
+engine maintains, and calls with their own syntax inside the parentheses (`CAST(x AS t)`,
+`EXTRACT(f FROM x)`, `TRIM(BOTH c FROM s)`, `POSITION(a IN s)`, `SUBSTRING(s FROM i FOR n)`,
+`OVERLAY(... PLACING ...)`).
+
+`render` proves every statement it writes: an expression sqlglot cannot write in Spark raises
+(never a logged warning), and `check_round_trip` re-reads the written query and requires the
+same tree, so a typed expression whose Spark text means something else is refused at build.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import ErrorLevel, exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import UnsupportedError
+
+from dbt_ivm.errors import UnsupportedView
+
+# Typed because the analysis recognises them (`analyze.SUPPORTED_AGGREGATES`).
+TYPED_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+# Calls with syntax of their own inside the parentheses; everything else is a plain call.
+SYNTAX_FUNCTIONS = ("CAST", "TRY_CAST", "EXTRACT", "TRIM", "POSITION", "SUBSTRING", "SUBSTR", "OVERLAY")
+# Parsers of optimizer hints (/*+ BROADCAST(t) */), not functions.
+HINT_PARSERS = ("BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLEMERGE", "MERGEJOIN",
+                "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL", "AND", "OR")
+
+
+# Spark's grammar gives these a unit keyword as first argument: TIMESTAMPADD(DAY, 1, ts).
+UNIT_FUNCTIONS = ("TIMESTAMPADD", "DATEADD", "DATE_ADD", "TIMESTAMPDIFF", "DATEDIFF", "DATE_DIFF")
+# Built-ins that Spark's grammar parses, not its function registry.
+GRAMMAR_FUNCTIONS = frozenset({"timestampadd", "timestampdiff", "try_cast"})
+
+
+def _unit_call(name: str):  # noqa: ANN202 - a sqlglot function parser
+    """The call with its first argument, when a bare word, kept as the unit keyword it is."""
+
+    def parse(self: Spark.Parser) -> exp.Expression:
+        args = self._parse_csv(self._parse_lambda)
+        if len(args) == 3 and isinstance(args[0], exp.Column) and not args[0].table:
+            args[0] = exp.var(args[0].name)
+        return self.expression(exp.Anonymous(this=name, expressions=args))
+
+    return parse
+
+
+def _position(self: Spark.Generator, expression: exp.StrPosition) -> str:
+    """POSITION(sub IN s) as written: Spark's generator would write LOCATE(sub, s)."""
+    if expression.args.get("position") is not None:
+        return self.function_fallback_sql(expression)
+    return f"POSITION({self.sql(expression, 'substr')} IN {self.sql(expression, 'this')})"
+
+
+class Verbatim(Spark):
+    """Spark SQL with every function call kept as the model wrote it."""
+
+    class Parser(Spark.Parser):
+        FUNCTIONS = {k: v for k, v in Spark.Parser.FUNCTIONS.items() if k in TYPED_FUNCTIONS}
+        FUNCTION_PARSERS = {
+            **{k: v for k, v in Spark.Parser.FUNCTION_PARSERS.items() if k in SYNTAX_FUNCTIONS + HINT_PARSERS},
+            **{name: _unit_call(name) for name in UNIT_FUNCTIONS},
+        }
+
+    class Generator(Spark.Generator):
+        TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.StrPosition: _position}
+
+
+DIALECT = Verbatim
+
+
+class Call(*exp.Anonymous.__bases__):  # type: ignore[misc]  # the bases of a plain call in this sqlglot
+    """A plain call while sqlglot's merge_subqueries runs: it treats every anonymous call as
+    possibly set-returning and would merge no subquery that has one. Generators are refused
+    before (`analyze.check_constructs`), so a call here is scalar."""
+
+    arg_types = {"this": True, "expressions": False}
+    is_var_len_args = True
+
+
+def as_calls(tree: exp.Expression) -> exp.Expression:
+    return tree.transform(
+        lambda n: Call(this=n.this, expressions=n.expressions) if isinstance(n, exp.Anonymous) else n, copy=False)
+
+
+def as_anonymous(tree: exp.Expression) -> exp.Expression:
+    return tree.transform(
+        lambda n: exp.Anonymous(this=n.this, expressions=n.expressions) if isinstance(n, Call) else n, copy=False)
+
+
+def to_sql(expression: exp.Expression) -> str:
+    """Spark SQL of `expression`; what sqlglot cannot write in Spark raises instead of a warning."""
+    try:
+        return expression.sql(dialect=DIALECT, unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as e:
+        raise UnsupportedView(f"an expression fast_mv cannot write back unchanged ({str(e).splitlines()[0]})",
+                              "rewrite the expression, or use materialized='table'") from e
+
+
+def _canonical(tree: exp.Expression) -> exp.Expression:
+    """`tree` with the spellings Spark reads alike made one: a typed literal (DATE '…', parsed as
+    a CAST) and the CAST that writes it (Spark's CAST parses as sqlglot's non-safe TryCast); the
+    COALESCE that sqlglot writes for a USING join and the plain call it reads back."""
+
+    def one(node: exp.Expression) -> exp.Expression:
+        if type(node) is exp.Cast:
+            return exp.TryCast(this=node.this, to=node.to)
+        if isinstance(node, exp.Coalesce):
+            return exp.Anonymous(this="COALESCE", expressions=[node.this, *node.expressions])
+        return node
+
+    return tree.copy().transform(one)
+
+
+def _reads_back(node: exp.Expression, text: str) -> bool:
+    return _canonical(sqlglot.parse_one(text, read=DIALECT)) == _canonical(node)
+
+
+def check_round_trip(query: exp.Expression) -> None:
+    """The SQL written for `query` must read back as `query`: else refuse, naming the expression.
+
+    Catches a typed expression whose Spark text is another expression (and so possibly another
+    value): the engine then never executes SQL whose meaning differs from the model's.
+    """
+    if _reads_back(query, to_sql(query)):
+        return
+    for node in query.walk():
+        if isinstance(node, exp.Func):
+            written = to_sql(node)
+            if not _reads_back(exp.select(node.copy()), f"SELECT {written}"):
+                raise UnsupportedView(f"expression {written}, which fast_mv cannot write back unchanged",
+                                      "rewrite the expression, or use materialized='table'")
+    raise UnsupportedView("SQL that fast_mv cannot write back unchanged", "use materialized='table'")

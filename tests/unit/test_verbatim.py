@@ -1,0 +1,103 @@
+"""The model's functions reach Spark as written; functions the engine cannot vouch for are refused.
+
+No Spark: tests/test_function_fidelity.py runs the same promise on Spark for 150+ expressions.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from dbt_ivm import render, verbatim
+from dbt_ivm.analyze import analyze
+from dbt_ivm.errors import UnsupportedView
+
+SCHEMA = {"db.t": {"id": "int", "ts": "timestamp", "x": "double", "s": "string", "a": "array<int>"}}
+
+# Each was rewritten by sqlglot's Spark round trip into SQL with another value.
+KEPT = [
+    ("to_char(t.ts, 'yyyy-MM')", "TO_CHAR(`t`.`ts`, 'yyyy-MM')"),
+    ("log10(t.x)", "LOG10(`t`.`x`)"),
+    ("to_json(parse_json(t.s))", "TO_JSON(PARSE_JSON(`t`.`s`))"),
+    ("array_size(t.a)", "ARRAY_SIZE(`t`.`a`)"),
+    ("nvl(t.s, 'x')", "NVL(`t`.`s`, 'x')"),
+    ("log2(t.x)", "LOG2(`t`.`x`)"),
+    ("signum(t.x)", "SIGNUM(`t`.`x`)"),
+    ("ceiling(t.x)", "CEILING(`t`.`x`)"),
+    ("substr(t.s, 2)", "SUBSTRING(`t`.`s`, 2)"),  # Spark's SUBSTR and SUBSTRING are one function
+    ("to_unix_timestamp(t.ts, 'yyyy')", "TO_UNIX_TIMESTAMP(`t`.`ts`, 'yyyy')"),
+    ("regexp_like(t.s, 'a+')", "REGEXP_LIKE(`t`.`s`, 'a+')"),
+    ("timestampadd(day, 1, t.ts)", "TIMESTAMPADD(day, 1, `t`.`ts`)"),
+    ("dateadd(day, 1, t.ts)", "DATEADD(day, 1, `t`.`ts`)"),
+    ("decode(t.id, 1, 'one', 'other')", "DECODE(`t`.`id`, 1, 'one', 'other')"),
+    ("position('a' in t.s)", "POSITION('a' IN `t`.`s`)"),
+]
+
+
+@pytest.mark.parametrize("written,expected", KEPT, ids=[k[0] for k in KEPT])
+def test_functions_are_written_back_as_the_model_wrote_them(written, expected):
+    plan = analyze(f"select t.id, {written} as e, 1 as one from db.t t where {written} is not null", SCHEMA)
+    assert render.sql(plan.outputs[1].expression) == expected
+    assert expected in plan.normalized_sql.split(" WHERE ")[1]
+
+
+def test_filtering_on_a_formatted_date_keeps_the_format():
+    plan = analyze("select t.id from db.t t where to_char(t.ts, 'yyyy') = '2024'", SCHEMA)
+    assert "TO_CHAR(`t`.`ts`, 'yyyy') = '2024'" in plan.normalized_sql
+
+
+def test_what_sqlglot_cannot_write_in_spark_raises_instead_of_a_warning():
+    to_char = exp.ToChar(this=exp.column("ts"), format=exp.Literal.string("yyyy"))
+    with pytest.raises(UnsupportedView, match="cannot write back unchanged"):
+        render.sql(exp.select(to_char))
+
+
+def test_a_typed_expression_written_as_another_is_refused():
+    """The round-trip proof: a tree whose Spark text reads back as another tree is refused."""
+    tree = sqlglot.parse_one("select id from db.t", read=verbatim.DIALECT)
+    verbatim.check_round_trip(tree)
+    # sqlglot's typed log10(x): written as LOG(10, x), which Spark reads as another function
+    tree.select(exp.Log(this=exp.Literal.number(10), expression=exp.column("x")), copy=False)
+    with pytest.raises(UnsupportedView, match=r"expression LOG\(10, x\), which fast_mv cannot write back"):
+        verbatim.check_round_trip(tree)
+
+
+@pytest.mark.parametrize("sql,named", [
+    ("select t.id, my_udf(t.x) as e from db.t t", "my_udf()"),
+    ("select t.id from db.t t where my_udf(t.x) > 0", "my_udf()"),
+    ("select t.id, mydb.upper(t.s) as e from db.t t", "mydb.upper()"),  # qualified: a UDF, not the built-in
+])
+def test_unknown_functions_are_refused_unless_declared(sql, named):
+    with pytest.raises(UnsupportedView, match=rf"function {named.replace('(', '[(]').replace(')', '[)]')}, "
+                                              r"which is not a Spark built-in .*deterministic_functions="):
+        analyze(sql, SCHEMA)
+    declared = named.rstrip("()")
+    plan = analyze(sql, SCHEMA, functions=[declared.upper()])
+    assert plan.functions == (declared,)
+
+
+def test_declared_functions_enter_the_definition_hash():
+    sql = "select t.id, my_udf(t.x) as e from db.t t"
+    one = analyze(sql, SCHEMA, functions=["my_udf"])
+    two = analyze(sql, SCHEMA, functions=["my_udf", "other_udf"])
+    assert one.definition_hash != two.definition_hash
+    assert analyze("select t.id from db.t t", SCHEMA).functions == ()
+
+
+@pytest.mark.parametrize("sql,construct", [
+    ("select t.id, uuid() as u from db.t t", "non-deterministic function uuid()"),
+    ("select t.id, randstr(3) as u from db.t t", "non-deterministic function randstr()"),
+    ("select t.id, stddev(t.x) as u from db.t t", "aggregate stddev()"),
+    ("select t.id, rank() as u from db.t t", "window function rank()"),
+    ("select t.id, posexplode(t.a) from db.t t", "generator or LATERAL"),
+])
+def test_spark_builtins_that_cannot_be_maintained_are_refused_by_name(sql, construct):
+    with pytest.raises(UnsupportedView, match=construct.replace("(", "[(]").replace(")", "[)]")):
+        analyze(sql, SCHEMA)
+
+
+def test_a_merged_cte_keeps_its_functions():
+    """sqlglot merges no subquery with a plain call (it could return rows): the engine's may."""
+    plan = analyze("with x as (select id, log10(x) as l from db.t) select x.id, x.l from x", SCHEMA)
+    assert plan.normalized_sql == "SELECT `t`.`id` AS `id`, LOG10(`t`.`x`) AS `l` FROM `db`.`t` AS `t`"

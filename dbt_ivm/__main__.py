@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("sql_file", help="the model's compiled SQL (Spark dialect); - for stdin")
     ex.add_argument("--schema", required=True,
                     help='JSON file: {"table": {"column": "spark type", ...}, ...}')
+    ex.add_argument("--function", action="append", default=[], metavar="NAME",
+                    help="a function the model declares deterministic (deterministic_functions); repeatable")
     args = parser.parse_args(argv)
     try:
         sql = sys.stdin.read() if args.sql_file == "-" else open(args.sql_file).read()
@@ -26,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        print(explain(sql, schema))
+        print(explain(sql, schema, args.function))
     except IvmError as e:
         print(f"refused: {e}", file=sys.stderr)
         return 1

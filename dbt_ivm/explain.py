@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dbt_ivm import render
 from dbt_ivm.analyze import DIALECT, Schema, analyze
 from dbt_ivm.errors import UnsupportedView
@@ -66,9 +68,9 @@ def refresh_steps(plan: ViewPlan) -> list[str]:
     return lines
 
 
-def explain(sql: str, schema: Schema) -> str:
-    """Raises UnsupportedView for a refused model."""
-    plan = analyze(sql, schema)
+def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
+    """Raises UnsupportedView for a refused model; `functions`: the model's deterministic_functions."""
+    plan = analyze(sql, schema, functions)
     lines = [f"class: {plan.view_class.value}"]
     if plan.view_class not in render.MAINTAINED:
         try:

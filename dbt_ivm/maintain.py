@@ -14,8 +14,10 @@ The order of a refresh:
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,6 +35,9 @@ from dbt_ivm.metadata import (
     PROP_DEFINITION,
     PROP_DEFINITION_HASH,
     PROP_FORMAT,
+    PROP_FUNCTIONS,
+    PROP_MODEL_SQL,
+    PROP_SETTINGS,
     PROP_VIEW_CLASS,
     Watermark,
     latest_watermark,
@@ -58,6 +63,30 @@ LOST_HISTORY = re.compile(
     r"DELTA_INVALID_CDC_RANGE|FileNotFoundException|DELTA_FILE_NOT_FOUND|"
     r"DELTA_TIME_TRAVEL|VersionNotFoundException|DELTA_CHANGE_DATA_FEED_NOT_ENABLED",
     re.IGNORECASE,
+)
+
+
+# Delta's optimistic concurrency: the write lost to a commit that landed after it read the table.
+CONCURRENT_COMMIT = re.compile(
+    r"Concurrent(Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException|"
+    r"ProtocolChangedException|DELTA_CONCURRENT_|DELTA_METADATA_CHANGED",
+    re.IGNORECASE,
+)
+# Session settings that change what the model's SQL returns; recorded at build (see `session_settings`).
+MEANING_SETTINGS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.ansi.enabled",
+    "spark.sql.legacy.timeParserPolicy",
+    "spark.sql.timestampType",
+    "spark.sql.parser.escapedStringLiterals",
+    "spark.sql.caseSensitive",
+    "spark.sql.legacy.sizeOfNull",
+    "spark.sql.decimalOperations.allowPrecisionLoss",
+    "spark.sql.legacy.allowNegativeScaleOfDecimal",
+    "spark.sql.legacy.castComplexTypesToString.enabled",
+    "spark.sql.mapKeyDedupPolicy",
+    "spark.sql.legacy.statisticalAggregate",
+    "spark.sql.legacy.integerGroupingId",
 )
 
 
@@ -209,6 +238,30 @@ def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, in
     return mark, int(rows[0]["version"]) if rows else -1
 
 
+def session_settings(db: Database) -> dict[str, str]:
+    """The session's values of `MEANING_SETTINGS` (one `SET -v` for all, defaults included)."""
+    rows = db.query("SET -v")
+    values = {str(r.get("key")): str(r.get("value")) for r in rows}
+    out = {}
+    for key in MEANING_SETTINGS:
+        if key not in values:
+            found = db.query(f"SET {key}")
+            values[key] = str(found[0].get("value")) if found else ""
+        out[key] = values[key]
+    return out
+
+
+def encode_settings(settings: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(settings.items())), separators=(",", ":"))
+
+
+def settings_changed(recorded: str | None, current: Mapping[str, str]) -> str:
+    """'key: old → new, …' for each recorded setting the session now has another value of; '' if none."""
+    before = json.loads(recorded) if recorded else {}
+    return ", ".join(f"{k} {before[k]!r} → {current[k]!r}" for k in sorted(before)
+                     if k in current and before[k] != current[k])
+
+
 def read_watermark(db: Database, backing: TableName) -> Watermark | None:
     return read_history(db, backing)[0]
 
@@ -229,18 +282,23 @@ def source_appends(db: Database, table: TableName, start: int, end: int,
 
 
 @contextmanager
-def commit_metadata(db: Database, mark: Watermark, backing: TableName | None = None,
-                    read_version: int | None = None) -> Iterator[None]:
-    """Record `mark` in the next commit; serialized because the confs are session-wide.
+def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterator[None]:
+    """Record `mark` in the next commit, written idempotently with its token; serialized
+    because the confs are session-wide.
 
-    With `read_version` (the view's version the refresh started from) the write is also
-    idempotent per (view, version): of two refreshes that started from the same state, Delta
-    applies one and skips or rejects the other, so a change set is never applied twice.
+    Every write that records a watermark (a build, a refresh, a refresh whose changes net to
+    nothing) sets Delta's idempotent-write pair: app id `dbt-ivm:<backing table>`, version
+    `mark.token`. Delta skips a write whose version is not above the one last recorded for the
+    app id, and rejects one that races a commit with the same app id. A refresh's token is the
+    token of the watermark it read + 1 and a build's is larger than any token before it, so of
+    two writers that read the same watermark only one commits: a change set is applied once,
+    and a refresh that read the state before a rebuild cannot land on the rebuilt table.
     """
-    confs = {USER_METADATA_CONF: mark.encode()}
-    if backing is not None and read_version is not None:
-        confs[TXN_APP_CONF] = f"dbt-ivm:{backing.key}"
-        confs[TXN_VERSION_CONF] = str(read_version + 1)
+    confs = {
+        USER_METADATA_CONF: mark.encode(),
+        TXN_APP_CONF: f"dbt-ivm:{backing.key}",
+        TXN_VERSION_CONF: str(mark.token),
+    }
     with COMMIT_LOCK:
         for key, value in confs.items():
             db.execute(f"SET {key}={value}")
@@ -255,18 +313,23 @@ class Maintainer:
     """One model's build or refresh. `log` receives progress lines for the run's log."""
 
     def __init__(self, db: Database, view: TableName, sql: str, log: Callable[[str], None] = lambda _: None,
-                 unique_key: str | Sequence[str] | None = None):
+                 unique_key: str | Sequence[str] | None = None, functions: Sequence[str] = ()):
         self.db = db
         self.view = view
         self.backing = backing_table(view)
         self.sql = sql
         self.log = log
         self.unique_key_config = unique_key
+        self.functions = tuple(functions)
         self.unique_key: tuple[str, ...] = ()
         self.statements: list[str] = []
         self.created: dict[str, str] = {}
+        self.settings: dict[str, str] = {}
         self.read_version: int | None = None
         self.histories: dict[str, list[dict[str, Any]]] = {}
+        self.run_id = uuid.uuid4().hex[:12]
+        # Called after the stored state is read and before the one write: tests force interleavings here.
+        self.before_commit: Callable[[], None] = lambda: None
 
     def run(self, sql: str) -> None:
         self.statements.append(sql)
@@ -280,45 +343,62 @@ class Maintainer:
         infos = [describe_source(self.db, t) for t in tables]
         for info in infos:
             check_source(info)
-        plan = analyze(self.sql, {i.table.key: i.columns for i in infos})
+        plan = analyze(self.sql, {i.table.key: i.columns for i in infos}, self.functions)
         render.ensure_maintainable(plan)
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         created = created_times(self.db, plan.tables)
+        self.settings = session_settings(self.db)
         self.histories = {t.key: recent_history(self.db, t) for t in plan.tables}
         pinned = {key: int(rows[0]["version"]) for key, rows in self.histories.items()}
         return plan, pinned, created
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
         plan, pinned, self.created = self.inspect()
-        if full_refresh:
-            return self.build(plan, pinned, "full refresh")
-        if not (table_exists(self.db, self.backing) and table_exists(self.db, self.view)):
+        if not table_exists(self.db, self.backing):
             return self.build(plan, pinned, "first build")
         props = view_properties(self.db, self.backing)
         mark, self.read_version = read_history(self.db, self.backing)
+        if full_refresh:
+            return self.build(plan, pinned, "full refresh", mark)
+        if not table_exists(self.db, self.view):
+            return self.build(plan, pinned, "first build", mark)
         if mark is None:
             return self.build(plan, pinned, "no watermark in the stored view")
         if props.get(PROP_FORMAT) != str(FORMAT_VERSION):
-            return self.build(plan, pinned, "the stored view has an older format")
+            return self.build(plan, pinned, "the stored view has an older format", mark)
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
-            return self.build(plan, pinned, "the model or its sources' columns changed")
+            return self.build(plan, pinned, "the model or its sources' columns changed", mark)
+        changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
+        if changed:
+            return self.build(plan, pinned, f"the session's settings differ from the build's: {changed}", mark)
         return self.refresh(plan, mark, pinned)
 
     # -- build -----------------------------------------------------------------------
 
-    def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str) -> Outcome:
+    def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str, previous: Watermark | None = None) -> Outcome:
+        """Create or replace the view's storage from the sources at the pinned versions.
+
+        Its token is above every token before it (the clock in microseconds, and above the last
+        watermark's), so a refresh that read the state before this build cannot commit after it.
+        """
         self.log(f"fast_mv {self.view}: building ({reason}) at {_versions(pinned)}")
-        mark = Watermark(dict(pinned), plan.definition_hash, self.created)
+        token = max(time.time_ns() // 1000, (previous.token + 1) if previous else 0)
+        mark = Watermark(dict(pinned), plan.definition_hash, self.created, token, self.run_id)
         props = {
             PROP_FORMAT: str(FORMAT_VERSION),
             PROP_DEFINITION: plan.normalized_sql,
             PROP_DEFINITION_HASH: plan.definition_hash,
             PROP_VIEW_CLASS: plan.view_class.value,
             PROP_COLUMNS: ",".join(o.name for o in plan.outputs),
+            PROP_MODEL_SQL: self.sql,
+            PROP_SETTINGS: encode_settings(self.settings),
+            PROP_FUNCTIONS: ",".join(plan.functions),
         }
         create = render.create_backing(self.backing, render.build_select(plan, pinned), props)
-        with commit_metadata(self.db, mark):
-            self.run(render.sql(create))
+        self.before_commit()
+        with commit_metadata(self.db, mark, self.backing):
+            self._write(render.sql(create))
+        self._verify(mark)
         if table_exists(self.db, self.view) and describe_source(self.db, self.view).kind != "VIEW":
             self.log(f"fast_mv {self.view}: replacing the table of an earlier materialization with a view")
             self.run(f"DROP TABLE {self.view.sql()}")
@@ -350,7 +430,7 @@ class Maintainer:
         if not moved:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
-        new_mark = Watermark(dict(pinned), plan.definition_hash, self.created)
+        new_mark = Watermark(dict(pinned), plan.definition_hash, self.created, mark.token + 1, self.run_id)
         appended = self._appended(plan, moved)
         if appended is not None:
             return self._append(plan, old, pinned, ranges, new_mark, appended)
@@ -368,35 +448,47 @@ class Maintainer:
             if self.unique_key and int(stats["n"]) > 0 and int(stats["min_d"]) > 0 and (
                     int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"])):
                 raise StateError(self._key_violation())
-            with commit_metadata(self.db, new_mark, self.backing, self.read_version):
-                if int(stats["n"]) == 0:
-                    self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
-                    return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
-                                   statements=tuple(self.statements))
-                if int(stats["min_d"]) > 0 and (self.unique_key or self._all_new(plan, staged)):
-                    path = "insert"
-                    self.run(render.sql(render.insert_statement(plan, self.backing, name)))
-                else:
-                    path = "merge"
-                    identities = self._changed_identities(staged)
-                    self.run(render.sql(render.merge_statement(plan, self.backing, name, identities)))
+            if int(stats["n"]) == 0:
+                path, write = "empty", render.empty_commit(self.backing)
+            elif int(stats["min_d"]) > 0 and (self.unique_key or self._all_new(plan, staged)):
+                path, write = "insert", render.insert_statement(plan, self.backing, name)
+            else:
+                path = "merge"
+                write = render.merge_statement(plan, self.backing, name, self._changed_identities(staged))
+            self.before_commit()
+            with commit_metadata(self.db, new_mark, self.backing):
+                self._write(render.sql(write))
         finally:
             for temp in [name, *staged.values()]:
                 for statement in render.release(temp):
                     self.db.execute(statement)
         self._verify(new_mark)
+        if path == "empty":
+            return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
+                           statements=tuple(self.statements))
         return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}", path,
                        inserted, deleted, dict(pinned), tuple(self.statements))
 
+    def _write(self, statement: str) -> None:
+        """The one write of a build or refresh; losing a race to another writer fails loudly."""
+        try:
+            self.run(statement)
+        except Exception as e:  # noqa: BLE001 - the connection's error type varies
+            if CONCURRENT_COMMIT.search(str(e)):
+                raise StateError(self._lost_race()) from e
+            raise
+
+    def _lost_race(self) -> str:
+        return (f"another run of {self.view} (a refresh or a --full-refresh) committed first; this run wrote "
+                "nothing and the view is consistent as of that run: run dbt again to catch up")
+
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
-        """The history row of this refresh's commit; another refresh's watermark there fails loudly."""
+        """The history row of this run's commit. Delta skips a write whose token another writer
+        already used: then the newest watermark is another run's, and this run fails loudly."""
         rows = rows or recent_history(self.db, self.backing)
         committed = latest_watermark(rows)
         if committed is None or committed.encode() != mark.encode():
-            raise StateError(
-                f"another refresh of {self.view} committed first; this run's change set was discarded "
-                "and the view is consistent as of that refresh: run dbt again to catch up"
-            )
+            raise StateError(self._lost_race())
         return next(r for r in rows if r.get("version") == committed.commit_version)
 
     def _appended(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> int | None:
@@ -424,18 +516,20 @@ class Maintainer:
         violation = self._key_violation()
         insert = render.append_statement(plan, self.backing, old, pinned, self.unique_key, violation,
                                          broadcast=appended <= BROADCAST_ROWS)
-        with commit_metadata(self.db, mark, self.backing, self.read_version):
+        self.before_commit()
+        with commit_metadata(self.db, mark, self.backing):
             try:
-                self.run(render.sql(insert))
+                self._write(render.sql(insert))
             except Exception as e:  # noqa: BLE001 - the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
                 self._raise_if_lost_history(e, ranges)
                 raise
             history = recent_history(self.db, self.backing)
-            nothing_added = int(history[0]["version"]) == self.read_version  # no commit: record the watermark
+            # No commit at all (a write of nothing that Delta dropped): record the watermark.
+            nothing_added = int(history[0]["version"]) == self.read_version
             if nothing_added:
-                self.run(render.sql(render.empty_commit(self.backing, _versions(pinned))))
+                self._write(render.sql(render.empty_commit(self.backing)))
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
         if inserted == 0:  # the view's joins and filters kept none of the appended rows
@@ -494,11 +588,22 @@ def _versions(versions: Mapping[str, int]) -> str:
 
 
 def materialize(db: Database, view: TableName, sql: str, full_refresh: bool = False,
-                log: Callable[[str], None] = lambda _: None, unique_key: str | Sequence[str] | None = None) -> Outcome:
-    return Maintainer(db, view, sql, log, unique_key).materialize(full_refresh)
+                log: Callable[[str], None] = lambda _: None, unique_key: str | Sequence[str] | None = None,
+                functions: Sequence[str] = ()) -> Outcome:
+    return Maintainer(db, view, sql, log, unique_key, functions).materialize(full_refresh)
 
 
-def stored_definition(db: Database, view: TableName) -> tuple[str, Watermark]:
+@dataclass(frozen=True)
+class StoredView:
+    """What a build recorded about a fast_mv, and its current watermark."""
+
+    definition: str  # the normalized SQL
+    model_sql: str  # the model's SQL as dbt compiled it
+    functions: tuple[str, ...]
+    mark: Watermark
+
+
+def stored_view(db: Database, view: TableName) -> StoredView:
     backing = backing_table(view)
     if not table_exists(db, backing):
         raise StateError(f"{view} has not been built by fast_mv yet; run dbt run for it first")
@@ -506,20 +611,24 @@ def stored_definition(db: Database, view: TableName) -> tuple[str, Watermark]:
     mark = read_watermark(db, backing)
     if mark is None or PROP_DEFINITION not in props:
         raise StateError(f"{view} is not a fast_mv built by dbt-ivm (no watermark); run dbt run for it first")
-    return props[PROP_DEFINITION], mark
+    if PROP_MODEL_SQL not in props or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
+        raise StateError(f"{view} was built by an older dbt-ivm; run dbt run for it first (it rebuilds once)")
+    functions = tuple(f for f in props.get(PROP_FUNCTIONS, "").split(",") if f)
+    return StoredView(props[PROP_DEFINITION], props[PROP_MODEL_SQL], functions, mark)
 
 
 def explain_view(db: Database, view: TableName) -> str:
     from dbt_ivm.explain import explain
 
-    definition, mark = stored_definition(db, view)
-    infos = [describe_source(db, t) for t in source_tables(definition)]
-    consumed = ", ".join(f"{k} v{v}" for k, v in mark.sources.items())
-    return f"view: {view} (consumed {consumed})\n" + explain(definition, {i.table.key: i.columns for i in infos})
+    stored = stored_view(db, view)
+    infos = [describe_source(db, t) for t in source_tables(stored.definition)]
+    consumed = ", ".join(f"{k} v{v}" for k, v in stored.mark.sources.items())
+    schema = {i.table.key: i.columns for i in infos}
+    return f"view: {view} (consumed {consumed})\n" + explain(stored.definition, schema, stored.functions)
 
 
 def consistency_sql(db: Database, view: TableName) -> str:
-    """The fast_mv_consistent test's query: rows where the view and its recompute differ."""
-    definition, mark = stored_definition(db, view)
-    recompute = render.recompute_select(definition, mark.sources)
-    return render.sql(render.consistency_select(view, recompute))
+    """The fast_mv_consistent test's query: rows where the view and the model's own SQL, run on
+    the source versions the view last consumed, differ."""
+    stored = stored_view(db, view)
+    return render.consistency_sql(view, render.pin_versions(stored.model_sql, stored.mark.sources))

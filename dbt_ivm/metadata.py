@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "dbt-ivm:"
-FORMAT_VERSION = 2  # 2: sources are told apart by their creation time, not Delta's table id
+# 2: sources are told apart by their creation time, not Delta's table id;
+# 3: each watermark carries the idempotent-write token of its commit and the run that wrote it
+FORMAT_VERSION = 3
 
 # Table properties of the backing table, written at build time.
 PROP_DEFINITION = "dbt_ivm.definition"
@@ -20,6 +22,9 @@ PROP_DEFINITION_HASH = "dbt_ivm.definition_hash"
 PROP_VIEW_CLASS = "dbt_ivm.view_class"
 PROP_FORMAT = "dbt_ivm.format"
 PROP_COLUMNS = "dbt_ivm.columns"
+PROP_MODEL_SQL = "dbt_ivm.model_sql"  # the model's SQL as dbt compiled it: what fast_mv_consistent re-runs
+PROP_FUNCTIONS = "dbt_ivm.functions"  # the model's deterministic_functions
+PROP_SETTINGS = "dbt_ivm.settings"  # the session settings the model's meaning depends on, at build
 
 
 @dataclass(frozen=True)
@@ -29,11 +34,16 @@ class Watermark:
     # table key -> the source's creation time in the catalog: a table dropped and created again
     # under the same name has another one (and a new change history)
     created: Mapping[str, str] = field(default_factory=dict)
+    # Delta's idempotent-write version (txnVersion) of the commit that holds this watermark. A
+    # refresh writes with its watermark's token + 1, a build with a larger one (see
+    # `maintain.commit_metadata`): of two writers that read the same watermark one commits.
+    token: int = 0
+    run: str = ""  # the run that wrote it: tells a writer its own commit from another's
     commit_version: int | None = None  # the backing table's version that recorded it
 
     def encode(self) -> str:
         body = {"v": FORMAT_VERSION, "def": self.definition_hash, "sources": dict(sorted(self.sources.items())),
-                "created": dict(sorted(self.created.items()))}
+                "created": dict(sorted(self.created.items())), "token": self.token, "run": self.run}
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -42,7 +52,7 @@ class Watermark:
             return None
         body = json.loads(text[len(MARKER):])
         return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], dict(body.get("created", {})),
-                   commit_version)
+                   int(body.get("token", 0)), str(body.get("run", "")), commit_version)
 
 
 def latest_watermark(history: Iterable[Mapping[str, Any]]) -> Watermark | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from dbt_ivm import verbatim
 from dbt_ivm.analyze import parse
@@ -24,7 +25,6 @@ from dbt_ivm.ir import (
     ViewPlan,
 )
 
-PROP_CONSUMED = "dbt_ivm.consumed"
 SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
 INSERT_TYPES = ("insert", "update_postimage")
 BACKING_PROPERTIES = {
@@ -463,40 +463,66 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str,
     )
 
 
-def empty_commit(backing: TableName, versions: str) -> exp.Command:
-    """A commit with no data (Delta skips empty appends): advances the watermark when changes net to nothing."""
-    return exp.Command(
-        this="ALTER",
-        expression=f"TABLE {backing.sql()} SET TBLPROPERTIES ({sql(lit(PROP_CONSUMED))}={sql(lit(versions))})",
+def empty_commit(backing: TableName) -> exp.Merge:
+    """A commit that changes no row, to record a watermark when the changes net to nothing.
+
+    A MERGE that matches nothing still commits, and unlike ALTER TABLE … SET TBLPROPERTIES it
+    honours Delta's idempotent-write confs, so it is guarded like every other write.
+    """
+    nothing = exp.select(lit(1).as_("one")).where(exp.false())
+    target = backing.to_table()
+    target.set("alias", exp.TableAlias(this=ident("t")))
+    return exp.Merge(
+        this=target,
+        using=nothing.subquery("s"),
+        on=exp.false(),
+        whens=exp.Whens(expressions=[exp.When(matched=True, source=False, then=exp.var("DELETE"))]),
     )
 
 
 # --- consistency -------------------------------------------------------------------
 
 
-def recompute_select(normalized_sql: str, versions: Mapping[str, int]) -> exp.Select:
-    """The view's definition re-run on its sources as of `versions` (time travel)."""
-    query = parse(normalized_sql)
+def pin_versions(model_sql: str, versions: Mapping[str, int]) -> str:
+    """The model's own SQL text, every read of a source pinned `VERSION AS OF` its version.
 
-    def pin(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and node.name:
-            key = TableName(node.db or None, node.name, node.catalog or None).key
-            if key in versions:
-                node = node.copy()
-                node.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(versions[key])))
-        return node
+    Text is inserted after each source's name and nothing else changes (a trailing semicolon
+    goes): the query is exactly the one dbt compiled, never sqlglot's rewrite of it, so the
+    consistency test can catch the engine.
+    """
+    tree = parse(model_sql)
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    inserts: list[tuple[int, str]] = []
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier) or table.find_ancestor(exp.Hint) is not None:
+            continue
+        if not table.db and table.name.lower() in ctes:
+            continue
+        key = TableName(table.db or None, table.name, table.catalog or None).key
+        end = table.this.meta.get("end")
+        if key in versions and end is not None:
+            inserts.append((end + 1, f" VERSION AS OF {versions[key]}"))
+    inserts += [(t.start, "") for t in verbatim.DIALECT().tokenize(model_sql) if t.token_type == TokenType.SEMICOLON]
+    text = model_sql
+    for position, insert in sorted(inserts, reverse=True):
+        text = text[:position] + insert + (text[position + 1:] if not insert else text[position:])
+    return text
 
-    return query.transform(pin)
+
+MODEL_PLACEHOLDER = f"{HIDDEN_PREFIX}model_sql"
 
 
-def consistency_select(view: TableName, recompute: exp.Select) -> exp.Select:
-    """Rows in one multiset and not the other (EXCEPT ALL both ways: NULLs equal, duplicates counted)."""
+def consistency_sql(view: TableName, model_sql: str) -> str:
+    """Rows in one multiset and not the other (EXCEPT ALL both ways: NULLs equal, duplicates counted),
+    between the view and `model_sql` (the model's text, see `pin_versions`) as a subquery."""
+    recompute = exp.select("*").from_(temp_table(MODEL_PLACEHOLDER).as_(ident(f"{HIDDEN_PREFIX}m")))
     v = exp.select("*").from_(view.to_table())
     missing = exp.except_(recompute.copy(), v.copy(), distinct=False)
     extra = exp.except_(v, recompute, distinct=False)
     diff = ident(f"{HIDDEN_PREFIX}diff")
-    return exp.union(
+    query = exp.union(
         exp.select(lit("missing from the view").as_(diff), "*").from_(missing.subquery("m")),
         exp.select(lit("extra in the view").as_(diff), "*").from_(extra.subquery("x")),
         distinct=False,
     )
+    return sql(query).replace(sql(temp_table(MODEL_PLACEHOLDER)), f"(\n{model_sql}\n)")

@@ -6,7 +6,8 @@
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
 
   {#-- validate, then build or refresh: one commit on the view's storage --#}
-  {%- set result = adapter.fast_mv_materialize(this, sql, should_full_refresh(), config.get('unique_key')) -%}
+  {%- set result = adapter.fast_mv_materialize(this, sql, should_full_refresh(), config.get('unique_key'),
+                                              config.get('deterministic_functions')) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}
 

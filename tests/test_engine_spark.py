@@ -219,7 +219,10 @@ def test_no_net_change_advances_the_watermark_without_touching_data(spark, spark
     m = mv(spark_db)
     out = m.materialize()
     assert out.action == "no changes" and "no net changes" in out.message
-    assert not any(s.startswith(("MERGE", "INSERT")) for s in m.statements)
+    writes = [s for s in m.statements if s.startswith(("MERGE", "INSERT"))]
+    assert writes == [render.sql(render.empty_commit(TableName(DB, "v__ivm")))]  # a MERGE ... ON FALSE
+    metrics = last_commit(spark)["operationMetrics"]
+    assert int(metrics["numTargetFilesAdded"]) == 0 and int(metrics["numTargetFilesRemoved"]) == 0
     assert mv(spark_db).materialize().message == "no changes"  # the watermark moved
 
 

@@ -66,16 +66,19 @@ class IvmSparkAdapter(SparkAdapter):
 
     @available
     def fast_mv_materialize(self, relation: Any, sql: str, full_refresh: bool = False,
-                            unique_key: Any = None) -> dict[str, Any]:
+                            unique_key: Any = None, deterministic_functions: Any = None) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
         `unique_key` (the model config): output columns the user declares unique; appends then
-        skip the probe of the stored rows.
+        skip the probe of the stored rows. `deterministic_functions` (the model config): functions
+        that are not Spark built-ins (UDFs) the user declares deterministic.
         """
+        functions = [deterministic_functions] if isinstance(deterministic_functions, str) else (
+            list(deterministic_functions or []))
         try:
             outcome = maintain.materialize(
                 _ConnectionDatabase(self), _table(relation), sql, full_refresh=full_refresh, log=logger.info,
-                unique_key=unique_key,
+                unique_key=unique_key, functions=functions,
             )
         except IvmError as e:
             raise _dbt_error(e) from e

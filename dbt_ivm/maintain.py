@@ -462,12 +462,25 @@ class Maintainer:
             for temp in [name, *staged.values()]:
                 for statement in render.release(temp):
                     self.db.execute(statement)
-        self._verify(new_mark)
+        commit = self._verify(new_mark)
+        if path == "merge" and _matched_several(commit):
+            self._repair_repeated_rows(plan, pinned, new_mark)
         if path == "empty":
             return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
                            statements=tuple(self.statements))
         return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}", path,
                        inserted, deleted, dict(pinned), tuple(self.statements))
+
+    def _repair_repeated_rows(self, plan: ViewPlan, pinned: Mapping[str, int], mark: Watermark) -> None:
+        """A change row matched several stored rows: the declared key was broken by rows appended
+        without a probe, and the MERGE just applied the change to each copy. Rebuild, then fail."""
+        key = ", ".join(self.unique_key) or "(none)"
+        self.build(plan, pinned, f"unique_key ({key}) repeats in the stored rows", mark)
+        raise StateError(
+            f"fast_mv {self.view}: unique_key ({key}) is not unique in the model's rows: an earlier refresh "
+            "appended a row the view already held, and this refresh's change matched both copies. The view "
+            "was rebuilt from the sources and is correct; fix the data so the key is unique, or drop "
+            "unique_key from the model config")
 
     def _write(self, statement: str) -> None:
         """The one write of a build or refresh; losing a race to another writer fails loudly."""
@@ -581,6 +594,14 @@ class Maintainer:
         """
         rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged)))
         return int(rows[0]["n"]) == 0
+
+
+def _matched_several(commit: Mapping[str, Any]) -> bool:
+    """A MERGE in which some source row matched more than one target row (from its metrics):
+    every source row is either inserted or matches, so matches + inserts exceed the source rows."""
+    source = metric(commit, "numSourceRows")
+    matched = sum(metric(commit, m) or 0 for m in ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted"))
+    return source is not None and matched + (metric(commit, "numTargetRowsInserted") or 0) > source
 
 
 def _versions(versions: Mapping[str, int]) -> str:

@@ -192,9 +192,10 @@ def created_times(db: Database, tables: Sequence[TableName]) -> dict[str, str]:
     DESCRIBE DETAIL gives only after computing the table's whole state. '' where not shown.
     """
     created = {t.key: "" for t in tables}
+    current = db.query("SELECT current_database() AS db")[0]["db"] if any(not t.db for t in tables) else ""
     by_db: dict[tuple[str | None, str], list[TableName]] = {}
-    for t in tables:
-        by_db.setdefault((t.catalog, t.db or "default"), []).append(t)
+    for t in tables:  # a source named without its database is in the connection's current one
+        by_db.setdefault((t.catalog, t.db or current), []).append(t)
     for (catalog, name), group in by_db.items():
         namespace = ".".join(render.sql(render.ident(p)) for p in (catalog, name) if p)
         pattern = "|".join(_like(t.name) for t in group)

@@ -147,6 +147,10 @@ FROM_PARQUET = "select item_id, name from {parquet_items}"
 FROM_NO_CDF = "select item_id, name from {plain_items}"
 RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
 WINDOW_FUNCTION = "select item_id, row_number() over (order by price) as rn from {items}"
+# A SQL function of the session (dbt runs on the same session): not a Spark built-in.
+UDF_FUNCTION = "CREATE OR REPLACE TEMPORARY FUNCTION ivm_twice(x DOUBLE) RETURNS DOUBLE RETURN x * 2"
+UDF_MODEL = "select item_id, ivm_twice(price) as p from {items}"
+UDF_DECLARED = "{{{{ config(deterministic_functions=['ivm_twice']) }}}}\n" + UDF_MODEL
 # A declared key over distinct items: refreshes after appends take the append path.
 ITEM_KEYED = "{{{{ config(unique_key='item_id') }}}}\nselect item_id, name, price from {items} where price > 1 or price is null"
 KEYED_ITEMS_ROWS = "(1, 'apple', 1.5), (2, 'pear', 0.5), (3, NULL, 3.0)"

@@ -32,6 +32,9 @@ from integration_tests.fixtures import (
     SHOP_ROWS,
     SHOP_TABLES,
     SOURCES_YML,
+    UDF_DECLARED,
+    UDF_FUNCTION,
+    UDF_MODEL,
     WINDOW_FUNCTION,
     consistent_schema_yml,
     model,
@@ -192,8 +195,8 @@ class TestFastMvSingleModel:
 
     def test_explain(self, project, spark, capsys):
         schema = project.test_schema
-        msgs = messages(run_dbt(["run"]))
-        assert msgs["item_mv"].startswith("built") or msgs["item_mv"] == "no changes", msgs
+        msgs = messages(run_dbt(["run", "--full-refresh"]))
+        assert msgs["item_mv"].startswith("built"), msgs
         at = version(spark, schema, "items")
         capsys.readouterr()
         run_dbt(["run-operation", "fast_mv_explain", "--args", "{model: item_mv}"])
@@ -290,6 +293,32 @@ class TestFastMvAppendPath:
         assert version(spark, schema, "item_keyed__ivm") == stored
 
 
+class TestFastMvDeclaredFunction:
+    """A UDF the model declares deterministic is maintained; the declaration is part of the definition."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "udf_mv.sql": model(UDF_DECLARED),
+            "sources.yml": SOURCES_YML,
+            "schema.yml": consistent_schema_yml("udf_mv"),
+        }
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        create_source(spark, project.test_schema, "items", ITEMS_TABLE, ITEMS_ROWS)
+        spark.sql(UDF_FUNCTION)
+
+    def test_declared_udf_builds_refreshes_and_is_consistent(self, project, spark):
+        schema = project.test_schema
+        assert messages(run_dbt(["run"]))["udf_mv"].startswith("built")
+        spark.sql(f"INSERT INTO {schema}.items VALUES (5, 'kiwi', 0.5), (6, NULL, NULL)")
+        spark.sql(f"UPDATE {schema}.items SET price = price + 1 WHERE item_id = 1")
+        assert REFRESHED.match(messages(run_dbt(["run"]))["udf_mv"])
+        assert_view_matches_model(spark, schema, "udf_mv", UDF_MODEL)
+        assert_tests_pass(1)
+
+
 # --- refusals: each model fails with a one-line cause and fix and creates nothing -------
 
 
@@ -300,6 +329,7 @@ class TestFastMvRefusals:
         "reserved_prefix": RESERVED_PREFIX,
         "window_function": WINDOW_FUNCTION,
         "bad_unique_key": BAD_UNIQUE_KEY,
+        "undeclared_udf": UDF_MODEL,
     }
 
     @pytest.fixture(scope="class")
@@ -315,6 +345,7 @@ class TestFastMvRefusals:
         create_source(spark, schema, "parquet_items", PLAIN_ITEMS_TABLE, using="USING PARQUET")
         create_source(spark, schema, "plain_items", PLAIN_ITEMS_TABLE,
                       using="USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+        spark.sql(UDF_FUNCTION)
 
     @staticmethod
     def cause_line(message: str, needle: str) -> str:
@@ -345,6 +376,9 @@ class TestFastMvRefusals:
 
         line = self.cause_line(msgs["window_function"], "window function")
         assert "ROW_NUMBER()" in line.upper() and "materialized='table'" in line, line
+
+        line = self.cause_line(msgs["undeclared_udf"], "ivm_twice")
+        assert "not a Spark built-in" in line and "deterministic_functions=['ivm_twice']" in line, line
 
         line = self.cause_line(msgs["bad_unique_key"], "item_key")
         assert "unique_key item_key is not a column of the model" in line and "item_id, name" in line, line

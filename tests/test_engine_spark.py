@@ -276,3 +276,61 @@ def test_changed_definition_rebuilds(spark, spark_db, sources):
     out = mv(spark_db, sql=JOIN + " where o.amt > 10").materialize()
     assert out.action == "built"
     assert_consistent(spark, spark_db)
+
+
+def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark_db, sources, monkeypatch):
+    """fast_mv_consistent re-runs the model's own SQL, not the engine's rewrite of it: a view
+    built from altered SQL (log10 written as ln, as a faulty round trip would) fails it."""
+    import dataclasses
+
+    from sqlglot import exp
+
+    from dbt_ivm import maintain
+
+    sql = f"select o.id, log10(o.amt + 1) as l from {DB}.o o"
+    real = maintain.analyze
+
+    def altered(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        query = plan.query.transform(
+            lambda n: exp.Anonymous(this="LN", expressions=n.expressions)
+            if isinstance(n, exp.Anonymous) and n.name.lower() == "log10" else n)
+        return dataclasses.replace(plan, query=query)
+
+    mv(spark_db, "l", sql).materialize()
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() == 0
+    monkeypatch.setattr(maintain, "analyze", altered)
+    mv(spark_db, "l", sql).materialize(full_refresh=True)
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() > 0
+    monkeypatch.undo()
+    assert mv(spark_db, "l", sql).materialize().action == "built"  # the stored definition differs: rebuilt
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() == 0
+
+
+def test_an_unqualified_source_in_another_current_database_keeps_the_recreation_check(spark, spark_db, sources):
+    sql = "select o.id, o.amt from o"
+    spark.sql(f"use {DB}")
+    try:
+        mv(spark_db, "u", sql).materialize()
+        spark.sql(f"drop table {DB}.o")
+        spark.sql(f"create table {DB}.o (id int, cust int, amt double) using delta "
+                  "tblproperties (delta.enableChangeDataFeed = true)")
+        for _ in range(3):  # back at (or past) the version the view consumed
+            spark.sql(f"insert into {DB}.o values (1, 1, 1.0)")
+        with pytest.raises(StateError, match="dropped and created again"):
+            mv(spark_db, "u", sql).materialize()
+    finally:
+        spark.sql("use default")
+
+
+def test_negative_zero_is_one_value_with_zero(spark, spark_db, sources):
+    """Documented: a view stores -0.0 as 0.0 (rows are grouped by their values, and Spark groups
+    the two as one); the consistency test, like Spark's EXCEPT ALL, counts them equal."""
+    sql = f"select o.id, o.amt * -1.0 as neg from {DB}.o o where o.id < 3"
+    mv(spark_db, "z", sql).materialize()
+    spark.sql(f"update {DB}.o set cust = cust + 1 where id = 0")
+    mv(spark_db, "z", sql).materialize()
+    model = {r["id"]: r["neg"] for r in spark.sql(sql).collect()}
+    view = {r["id"]: r["neg"] for r in spark.sql(f"select * from {DB}.z").collect()}
+    assert str(model[0]) == "-0.0" and str(view[0]) == "0.0" and model == view
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "z"))).count() == 0

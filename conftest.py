@@ -11,13 +11,20 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--stress", action="store_true", default=False,
-                     help="run the long randomized differential runs")
-    parser.addoption("--rounds", type=int, default=None,
-                     help="rounds per view for the randomized runs (default: the in-suite sample)")
+    parser.addoption("--stress", action="store_true", default=False, help="run the long randomized differential runs")
+    parser.addoption(
+        "--rounds",
+        type=int,
+        default=None,
+        help="rounds per view for the randomized runs (default: the in-suite sample)",
+    )
     parser.addoption("--seed", type=int, default=None, help="base seed of the randomized runs")
-    parser.addoption("--minutes", type=float, default=None,
-                     help="wall-clock budget per randomized stress run (stops early, reports what ran)")
+    parser.addoption(
+        "--minutes",
+        type=float,
+        default=None,
+        help="wall-clock budget per randomized stress run (stops early, reports what ran)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -45,7 +46,7 @@ DIALECT = verbatim.DIALECT  # Spark, with every function call kept as written
 Schema = Mapping[str, Mapping[str, str]]
 
 # Functions whose value is not a function of their arguments: a recompute would differ.
-NONDETERMINISTIC_CLASSES: tuple[type[exp.Expression], ...] = (
+NONDETERMINISTIC_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Rand,
     exp.Randn,
     exp.Uuid,
@@ -57,18 +58,46 @@ NONDETERMINISTIC_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.Localtimestamp,
     exp.Shuffle,
 )
-NONDETERMINISTIC_NAMES = frozenset(
-    {
-        "rand", "random", "randn", "randstr", "uniform", "uuid", "shuffle", "now",
-        "current_timestamp", "current_date", "curdate", "current_time", "localtimestamp",
-        "current_timezone", "current_user", "user", "session_user", "current_catalog",
-        "current_database", "current_schema", "current_role", "monotonically_increasing_id",
-        "spark_partition_id", "input_file_name", "input_file_block_start",
-        "input_file_block_length", "unix_timestamp", "rand_str", "try_reflect", "reflect",
-        "java_method", "aes_encrypt",  # GCM mode draws a random IV per call
-    }
-) | spark_functions.NONDETERMINISTIC
-GENERATOR_CLASSES: tuple[type[exp.Expression], ...] = (
+NONDETERMINISTIC_NAMES = (
+    frozenset(
+        {
+            "rand",
+            "random",
+            "randn",
+            "randstr",
+            "uniform",
+            "uuid",
+            "shuffle",
+            "now",
+            "current_timestamp",
+            "current_date",
+            "curdate",
+            "current_time",
+            "localtimestamp",
+            "current_timezone",
+            "current_user",
+            "user",
+            "session_user",
+            "current_catalog",
+            "current_database",
+            "current_schema",
+            "current_role",
+            "monotonically_increasing_id",
+            "spark_partition_id",
+            "input_file_name",
+            "input_file_block_start",
+            "input_file_block_length",
+            "unix_timestamp",
+            "rand_str",
+            "try_reflect",
+            "reflect",
+            "java_method",
+            "aes_encrypt",  # GCM mode draws a random IV per call
+        }
+    )
+    | spark_functions.NONDETERMINISTIC
+)
+GENERATOR_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Explode,  # also ExplodeOuter, Posexplode, PosexplodeOuter
     exp.Inline,
     exp.Unnest,
@@ -76,7 +105,7 @@ GENERATOR_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.Stack,
 )
 GENERATOR_NAMES = frozenset({"json_tuple"}) | spark_functions.GROUPS["generator_funcs"]
-SUPPORTED_AGGREGATES: dict[type[exp.Expression], str] = {
+SUPPORTED_AGGREGATES: dict[type[exp.Expr], str] = {
     exp.Count: "count",
     exp.Sum: "sum",
     exp.Avg: "avg",
@@ -90,7 +119,7 @@ BUILTIN_NAMES = frozenset().union(*spark_functions.GROUPS.values()) | verbatim.G
 ORIGINAL_NAME = "ivm_original"  # identifier meta: the spelling the model used, before normalization
 
 
-def _position(node: exp.Expression) -> str | None:
+def _position(node: exp.Expr) -> str | None:
     """Line and column of the first token of `node` that the parser located."""
     for sub in node.walk():
         meta = sub.meta if isinstance(sub, exp.Expression) else {}
@@ -99,21 +128,20 @@ def _position(node: exp.Expression) -> str | None:
     return None
 
 
-def _snippet(node: exp.Expression, limit: int = 80) -> str:
+def _snippet(node: exp.Expr, limit: int = 80) -> str:
     text = node.sql(dialect=DIALECT)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _refuse(construct: str, node: exp.Expression | None = None, hint: str = "") -> UnsupportedView:
+def _refuse(construct: str, node: exp.Expr | None = None, hint: str = "") -> UnsupportedView:
     return UnsupportedView(construct, hint, _position(node) if node is not None else None)
 
 
-def parse(sql: str) -> exp.Expression:
+def parse(sql: str) -> exp.Expr:
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None and not isinstance(s, exp.Semicolon)]
     except ParseError as e:
-        raise UnsupportedView(f"SQL that does not parse ({str(e).splitlines()[0]})",
-                              "check the model's SQL") from e
+        raise UnsupportedView(f"SQL that does not parse ({str(e).splitlines()[0]})", "check the model's SQL") from e
     if not statements:
         raise UnsupportedView("an empty model (no SQL statement)", "a model is one SELECT")
     if len(statements) != 1:
@@ -127,7 +155,7 @@ def parse(sql: str) -> exp.Expression:
     return stmt
 
 
-def _cte_names(tree: exp.Expression) -> set[str]:
+def _cte_names(tree: exp.Expr) -> set[str]:
     return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
 
 
@@ -153,7 +181,7 @@ def source_tables(sql: str) -> list[TableName]:
     return list(seen.values())
 
 
-def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset()) -> None:
+def check_constructs(tree: exp.Expr, functions: frozenset[str] = frozenset()) -> None:
     """Refuse, on the raw parse tree, every construct no refresh can maintain exactly.
 
     `functions`: the model's `deterministic_functions` (lower case), accepted beside Spark's
@@ -163,8 +191,9 @@ def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset
         if isinstance(node, exp.Hint):
             continue
         if isinstance(node, exp.Window):
-            raise _refuse(f"window function {_snippet(node)}", node,
-                          "use materialized='table', or aggregate with GROUP BY")
+            raise _refuse(
+                f"window function {_snippet(node)}", node, "use materialized='table', or aggregate with GROUP BY"
+            )
         if isinstance(node, (exp.Limit, exp.Fetch)):
             raise _refuse("LIMIT", node, "drop the LIMIT, or use materialized='table'")
         if isinstance(node, exp.Offset):
@@ -174,24 +203,28 @@ def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset
         if isinstance(node, exp.Order) and not isinstance(node.parent, (exp.Window, exp.AggFunc)):
             raise _refuse("ORDER BY", node, "a view has no row order: drop ORDER BY and sort when reading")
         if isinstance(node, exp.SetOperation):
-            kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(node), "set operation")
+            kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(
+                type(node), "set operation"
+            )
             if not node.args.get("distinct"):
                 kind += " ALL"
-            raise _refuse(f"set operation {kind}", node,
-                          "make one fast_mv per branch, or use materialized='table'")
+            raise _refuse(f"set operation {kind}", node, "make one fast_mv per branch, or use materialized='table'")
         if isinstance(node, exp.With) and node.args.get("recursive"):
             raise _refuse("WITH RECURSIVE", node, "use materialized='table'")
         if isinstance(node, NONDETERMINISTIC_CLASSES) or (
             isinstance(node, exp.Func) and _func_key(node) in NONDETERMINISTIC_NAMES
         ):
-            raise _refuse(f"non-deterministic function {_func_name(node)}()", node,
-                          "a recompute would give other values: compute it upstream in a table, "
-                          "or use materialized='table'")
-        if isinstance(node, GENERATOR_CLASSES) or (
-            isinstance(node, exp.Func) and _func_key(node) in GENERATOR_NAMES
-        ):
-            raise _refuse(f"generator or LATERAL {_snippet(node)}", node,
-                          "explode the data upstream into a table, or use materialized='table'")
+            raise _refuse(
+                f"non-deterministic function {_func_name(node)}()",
+                node,
+                "a recompute would give other values: compute it upstream in a table, or use materialized='table'",
+            )
+        if isinstance(node, GENERATOR_CLASSES) or (isinstance(node, exp.Func) and _func_key(node) in GENERATOR_NAMES):
+            raise _refuse(
+                f"generator or LATERAL {_snippet(node)}",
+                node,
+                "explode the data upstream into a table, or use materialized='table'",
+            )
         if isinstance(node, exp.QueryTransform):
             raise _refuse("TRANSFORM ... USING (script transform)", node, "use materialized='table'")
         if isinstance(node, exp.Pivot):
@@ -202,19 +235,31 @@ def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset
         if isinstance(node, exp.Table):
             _check_table(node)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
-            raise _refuse(f"parenthesized join {_snippet(node)}", node,
-                          "write the joins one after another (a RIGHT JOIN can take the place of "
-                          "'x LEFT JOIN (y JOIN z ...)'), or use materialized='table'")
+            raise _refuse(
+                f"parenthesized join {_snippet(node)}",
+                node,
+                "write the joins one after another (a RIGHT JOIN can take the place of "
+                "'x LEFT JOIN (y JOIN z ...)'), or use materialized='table'",
+            )
         if isinstance(node, (exp.Exists, exp.Subquery, exp.Select)) and _is_predicate_subquery(node):
-            raise _refuse(f"subquery in an expression ({_snippet(node)})", node,
-                          "rewrite it as a JOIN, or use materialized='table'")
+            raise _refuse(
+                f"subquery in an expression ({_snippet(node)})",
+                node,
+                "rewrite it as a JOIN, or use materialized='table'",
+            )
         if isinstance(node, exp.Filter):
-            raise _refuse(f"aggregate FILTER clause {_snippet(node)}", node,
-                          "put the condition inside the aggregate, e.g. SUM(CASE WHEN cond THEN x END) "
-                          "or COUNT(CASE WHEN cond THEN 1 END)")
+            raise _refuse(
+                f"aggregate FILTER clause {_snippet(node)}",
+                node,
+                "put the condition inside the aggregate, e.g. SUM(CASE WHEN cond THEN x END) "
+                "or COUNT(CASE WHEN cond THEN 1 END)",
+            )
         if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)):
-            raise _refuse(f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS", node,
-                          "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway")
+            raise _refuse(
+                f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS",
+                node,
+                "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway",
+            )
         if isinstance(node, exp.AggFunc):
             _check_aggregate(node)
         if (isinstance(node, exp.Anonymous) and _func_key(node) in AGGREGATE_NAMES) or (
@@ -222,24 +267,33 @@ def check_constructs(tree: exp.Expression, functions: frozenset[str] = frozenset
             and not isinstance(node.this, (exp.Subquery, exp.Query))
             and not isinstance(node.parent, exp.Binary)
         ):
-            raise _refuse(f"aggregate {_func_name(node)}()", node,
-                          "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
-                          "use materialized='table' for this model")
+            raise _refuse(
+                f"aggregate {_func_name(node)}()",
+                node,
+                "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
+                "use materialized='table' for this model",
+            )
         if isinstance(node, exp.Anonymous):
             _check_function(node, functions)
         if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-            kind = {exp.GroupingSets: "GROUPING SETS"}.get(type(node), node.key.upper())
+            kind = "GROUPING SETS" if type(node) is exp.GroupingSets else node.key.upper()
             raise _refuse(kind, node, "one fast_mv per grouping, or use materialized='table'")
         if isinstance(node, exp.Group) and node.args.get("all"):
             raise _refuse("GROUP BY ALL", node, "list the grouping columns after GROUP BY")
         if isinstance(node, exp.Join):
             _check_join(node)
         if isinstance(node, exp.Column) and is_hidden(node.name):
-            raise _refuse(f"column {node.name!r} uses the reserved prefix {HIDDEN_PREFIX}", node,
-                          f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns")
+            raise _refuse(
+                f"column {node.name!r} uses the reserved prefix {HIDDEN_PREFIX}",
+                node,
+                f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns",
+            )
         if isinstance(node, exp.Alias) and is_hidden(node.alias):
-            raise _refuse(f"column alias {node.alias!r} uses the reserved prefix {HIDDEN_PREFIX}", node,
-                          f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns")
+            raise _refuse(
+                f"column alias {node.alias!r} uses the reserved prefix {HIDDEN_PREFIX}",
+                node,
+                f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns",
+            )
     for select in tree.find_all(exp.Select):
         _check_projections(select)
 
@@ -260,13 +314,15 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
         return
     if name not in declared:
         raise _refuse(
-            f"function {name}(), which is not a Spark built-in fast_mv knows to be deterministic", node,
+            f"function {name}(), which is not a Spark built-in fast_mv knows to be deterministic",
+            node,
             f"if it is deterministic and will not be redefined, declare it in the model config: "
             f"deterministic_functions=['{name}'] (a change to the list rebuilds the view); "
-            "otherwise use materialized='table'")
+            "otherwise use materialized='table'",
+        )
 
 
-def _func_key(node: exp.Expression) -> str:
+def _func_key(node: exp.Expr) -> str:
     """The function's name as sqlglot knows it, lower case (cheap: no SQL generation)."""
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
@@ -275,7 +331,7 @@ def _func_key(node: exp.Expression) -> str:
     return node.key
 
 
-def _func_name(node: exp.Expression) -> str:
+def _func_name(node: exp.Expr) -> str:
     """The function's name as the model would write it in Spark SQL (COLLECT_LIST, not ARRAY_AGG)."""
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
@@ -283,7 +339,7 @@ def _func_name(node: exp.Expression) -> str:
     return match.group(1).lower() if match else _func_key(node)
 
 
-def _is_predicate_subquery(node: exp.Expression) -> bool:
+def _is_predicate_subquery(node: exp.Expr) -> bool:
     """A subquery used as a value or predicate, not as a FROM/JOIN relation or CTE body."""
     if isinstance(node, exp.Exists):
         return True
@@ -302,65 +358,86 @@ def _check_projections(select: exp.Select) -> None:
     """Every column of a SELECT needs a name Spark and fast_mv agree on: computed ones need AS."""
     for e in select.expressions:
         if not isinstance(e, (exp.Alias, exp.Column, exp.Star, exp.Dot)):
-            raise _refuse(f"computed column {_snippet(e)} without a name", e,
-                          "give it a name with AS (Spark would name it after its text, which a "
-                          "Delta column name cannot hold)")
+            raise _refuse(
+                f"computed column {_snippet(e)} without a name",
+                e,
+                "give it a name with AS (Spark would name it after its text, which a Delta column name cannot hold)",
+            )
 
 
 def _check_table(table: exp.Table) -> None:
     if table.args.get("version") is not None:
-        raise _refuse(f"time travel on {_snippet(table)}", table,
-                      "read the current table: fast_mv pins source versions itself")
+        raise _refuse(
+            f"time travel on {_snippet(table)}", table, "read the current table: fast_mv pins source versions itself"
+        )
     alias = table.args.get("alias")
     if isinstance(alias, exp.TableAlias) and isinstance(alias.this, exp.Parameter):
         name = ".".join(p.name for p in table.parts)
-        raise _refuse(f"time travel on {name}@{alias.this.name}", table,
-                      "read the current table: fast_mv pins source versions itself")
+        raise _refuse(
+            f"time travel on {name}@{alias.this.name}",
+            table,
+            "read the current table: fast_mv pins source versions itself",
+        )
     if isinstance(table.this, exp.Func):  # Anonymous is a Func too
-        raise _refuse(f"table-valued function {_snippet(table)}", table,
-                      "read a Delta table, or use materialized='table'")
+        raise _refuse(
+            f"table-valued function {_snippet(table)}", table, "read a Delta table, or use materialized='table'"
+        )
     if isinstance(alias, exp.TableAlias) and alias.columns:
-        raise _refuse(f"column aliases in the table alias {_snippet(alias)}", table,
-                      "rename the columns in the SELECT list instead")
+        raise _refuse(
+            f"column aliases in the table alias {_snippet(alias)}",
+            table,
+            "rename the columns in the SELECT list instead",
+        )
 
 
 def _check_join(join: exp.Join) -> None:
     kind = (join.args.get("kind") or "").upper()
     if kind in ("SEMI", "ANTI"):
-        raise _refuse(f"{(join.side + ' ' if join.side else '')}{kind} JOIN", join,
-                      "use an inner join on distinct keys, or materialized='table'")
+        raise _refuse(
+            f"{(join.side + ' ' if join.side else '')}{kind} JOIN",
+            join,
+            "use an inner join on distinct keys, or materialized='table'",
+        )
     if join.args.get("method"):
         raise _refuse(f"{join.args['method']} JOIN", join, "write the join condition out with ON")
     if kind == "ASOF" or join.args.get("match_condition") is not None:
         raise _refuse("ASOF JOIN", join, "use materialized='table'")
     if join.side and join.args.get("on") is None and not join.args.get("using"):
-        raise _refuse(f"an outer join without ON ({join.side.upper()} JOIN {_snippet(join.this)})", join,
-                      "give the join condition with ON")
+        raise _refuse(
+            f"an outer join without ON ({join.side.upper()} JOIN {_snippet(join.this)})",
+            join,
+            "give the join condition with ON",
+        )
 
 
 def _check_aggregate(node: exp.AggFunc) -> None:
     name = SUPPORTED_AGGREGATES.get(type(node))
     if name is None:
-        raise _refuse(f"aggregate {_func_name(node)}()", node,
-                      "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
-                      "use materialized='table' for this model")
+        raise _refuse(
+            f"aggregate {_func_name(node)}()",
+            node,
+            "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
+            "use materialized='table' for this model",
+        )
     arg = node.this
     if isinstance(arg, exp.Distinct) or node.args.get("distinct"):
-        raise _refuse(f"{name.upper()}(DISTINCT ...)", node,
-                      "aggregate a fast_mv that selects DISTINCT, or use materialized='table'")
+        raise _refuse(
+            f"{name.upper()}(DISTINCT ...)",
+            node,
+            "aggregate a fast_mv that selects DISTINCT, or use materialized='table'",
+        )
     if node.args.get("expressions"):
         raise _refuse(f"{name.upper()} with several arguments", node, "aggregate one expression")
     if arg is not None and any(isinstance(a, exp.AggFunc) for a in arg.find_all(exp.AggFunc)):
         raise _refuse("nested aggregate", node, "use materialized='table'")
 
 
-def _nested_schema(schema: Schema) -> dict:
+def _nested_schema(schema: Schema) -> dict[str, Any]:
     """{'db.t': cols} -> {'db': {'t': cols}} as sqlglot's MappingSchema wants it."""
     depths = {len(k.split(".")) for k in schema}
     if len(depths) > 1:
-        raise UnsupportedView("sources named with and without a database",
-                              "qualify every source as db.table")
-    nested: dict = {}
+        raise UnsupportedView("sources named with and without a database", "qualify every source as db.table")
+    nested: dict[str, Any] = {}
     for key, cols in schema.items():
         parts = [p.strip("`").lower() for p in key.split(".")]
         node = nested
@@ -374,7 +451,7 @@ def _schema_key(key: str) -> str:
     return key.lower().replace("`", "")
 
 
-def normalize(tree: exp.Expression, schema: Schema) -> exp.Expression:
+def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     """Qualify and expand with sqlglot's own optimizer rules; merge CTEs and SPJ subqueries.
 
     Output column names keep the spelling the model used (Spark does; sqlglot lower-cases).
@@ -411,17 +488,19 @@ class _SparkSimplifier(Simplifier):
     1.5 + 1 is DECIMAL(3,1) in Spark but the folded 2.5 is DECIMAL(2,1), and 2147483647 + 1
     wraps around in Spark. Integer arithmetic that stays in the INT range is still folded."""
 
-    def _simplify_binary(self, expression, a, b):
+    # sqlglot's Simplifier._simplify_binary has no annotations: its calls are untyped for mypy
+    def _simplify_binary(self, expression: exp.Expr, a: exp.Expr, b: exp.Expr) -> exp.Expr | None:
         if isinstance(expression, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and a.is_number and b.is_number:
             if not (a.is_int and b.is_int) or isinstance(expression, exp.Div):
                 return None
-            folded = super()._simplify_binary(expression, a, b)
+            folded: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
             values = [a.to_py(), b.to_py()] + ([folded.to_py()] if folded is not None else [])
             return folded if all(INT_RANGE[0] <= v <= INT_RANGE[1] for v in values) else None
-        return super()._simplify_binary(expression, a, b)
+        simplified: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
+        return simplified
 
 
-def _simplify_predicates(tree: exp.Expression) -> exp.Expression:
+def _simplify_predicates(tree: exp.Expr) -> exp.Expr:
     """Constant folding and boolean simplification of the WHERE and ON predicates.
 
     Only there: a predicate's value is a boolean whatever its operands' types, while folding
@@ -439,7 +518,7 @@ def _simplify_predicates(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _inline_shared_ctes(tree: exp.Expression) -> exp.Expression:
+def _inline_shared_ctes(tree: exp.Expr) -> exp.Expr:
     """A CTE read more than once becomes one derived table per read (in place), so that
     merge_subqueries, which merges only CTEs read once, can merge each of them.
     Runs after eliminate_subqueries (which would deduplicate the copies back into one CTE),
@@ -449,8 +528,11 @@ def _inline_shared_ctes(tree: exp.Expression) -> exp.Expression:
         return tree
     for cte in list(with_.expressions):
         name = cte.alias_or_name.lower()
-        reads = [t for t in tree.find_all(exp.Table)
-                 if not t.db and t.name.lower() == name and t.find_ancestor(exp.CTE) is not cte]
+        reads = [
+            t
+            for t in tree.find_all(exp.Table)
+            if not t.db and t.name.lower() == name and t.find_ancestor(exp.CTE) is not cte
+        ]
         if len(reads) < 2 or not _mergeable(cte.this):
             continue
         for table in reads:
@@ -462,7 +544,7 @@ def _inline_shared_ctes(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _lowercase_tables(tree: exp.Expression) -> None:
+def _lowercase_tables(tree: exp.Expr) -> None:
     """Spark's catalog is case-insensitive: compare table names in lower case."""
     for table in tree.find_all(exp.Table):
         for part in ("this", "db", "catalog"):
@@ -471,32 +553,36 @@ def _lowercase_tables(tree: exp.Expression) -> None:
                 ident.set("this", ident.this.lower())
 
 
-def _restore_output_names(tree: exp.Expression, schema: Schema) -> None:
+def _restore_output_names(tree: exp.Expr, schema: Schema) -> None:
     """Name each top-level column as Spark would: as written, or as the source table spells it."""
     if not isinstance(tree, exp.Select):
         return
     scope = build_scope(tree)
     if scope is None:
         return
-    columns = {
-        _schema_key(k): {c.lower(): c for c in cols} for k, cols in schema.items()
-    }
+    columns = {_schema_key(k): {c.lower(): c for c in cols} for k, cols in schema.items()}
     for projection in tree.expressions:
         if isinstance(projection, exp.Alias):
             name = _spelled_name(projection, scope, columns)
             projection.set("alias", exp.to_identifier(name, quoted=True))
 
 
-def _spelled_name(projection: exp.Expression, scope: Scope, columns: dict[str, dict[str, str]]) -> str:
+def _original_name(ident: exp.Expr) -> str | None:
+    """The spelling the model used for `ident`, recorded by `normalize` before qualifying."""
+    original: str | None = ident.meta.get(ORIGINAL_NAME)
+    return original
+
+
+def _spelled_name(projection: exp.Expr, scope: Scope, columns: dict[str, dict[str, str]]) -> str:
     alias = projection.args.get("alias")
     if isinstance(alias, exp.TableAlias):
         alias = alias.this
-    if isinstance(alias, exp.Identifier) and alias.meta.get(ORIGINAL_NAME):
-        return alias.meta[ORIGINAL_NAME]
+    if isinstance(alias, exp.Identifier) and (original := _original_name(alias)):
+        return original
     expr = projection.this if isinstance(projection, exp.Alias) else projection
     if isinstance(expr, exp.Column) and not isinstance(expr.this, exp.Star):
-        if expr.this.meta.get(ORIGINAL_NAME):
-            return expr.this.meta[ORIGINAL_NAME]  # written in the query: Spark keeps that spelling
+        if original := _original_name(expr.this):
+            return original  # written in the query: Spark keeps that spelling
         source = scope.sources.get(expr.table)  # expanded from a star: the source's spelling
         if isinstance(source, exp.Table):
             return columns.get(_table_name(source).key, {}).get(expr.name.lower(), expr.name)
@@ -507,7 +593,7 @@ def _spelled_name(projection: exp.Expression, scope: Scope, columns: dict[str, d
     return projection.alias_or_name
 
 
-def _check_null_supplied_subqueries(tree: exp.Expression) -> None:
+def _check_null_supplied_subqueries(tree: exp.Expr) -> None:
     """Merging a derived table into the null-supplied side of an outer join must keep padded rows NULL.
 
     sqlglot's merge_subqueries would turn `LEFT JOIN (SELECT id, 1 AS flag FROM t) x` into a
@@ -524,7 +610,7 @@ def _check_null_supplied_subqueries(tree: exp.Expression) -> None:
         relations = [from_.this] + [j.this for j in joins]
         sides = [""] + [(j.side or "").upper() for j in joins]
         for i, rel in enumerate(relations):
-            padded = sides[i] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[i + 1:])
+            padded = sides[i] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[i + 1 :])
             source = scope.sources.get(rel.alias_or_name)
             if not padded or not isinstance(source, Scope) or not _mergeable(source.expression):
                 continue
@@ -533,11 +619,13 @@ def _check_null_supplied_subqueries(tree: exp.Expression) -> None:
                 if not _padded_null(inner, source):
                     raise _refuse(
                         f"subquery or CTE {rel.alias_or_name} on the null-supplied side of an outer join "
-                        f"computes {_snippet(projection)}, which is not NULL on rows without a match", rel,
-                        "compute the expression in the outer SELECT, or use materialized='table'")
+                        f"computes {_snippet(projection)}, which is not NULL on rows without a match",
+                        rel,
+                        "compute the expression in the outer SELECT, or use materialized='table'",
+                    )
 
 
-def _mergeable(select: exp.Expression) -> bool:
+def _mergeable(select: exp.Expr) -> bool:
     return (
         isinstance(select, exp.Select)
         and not select.args.get("group")
@@ -546,7 +634,7 @@ def _mergeable(select: exp.Expression) -> bool:
     )
 
 
-def _padded_null(expr: exp.Expression, scope: Scope) -> bool:
+def _padded_null(expr: exp.Expr, scope: Scope) -> bool:
     """`expr` is NULL when every relation of `scope` is padded with NULLs."""
 
     def column_null(col: exp.Column) -> bool:
@@ -564,24 +652,87 @@ def _padded_null(expr: exp.Expression, scope: Scope) -> bool:
 
 # --- NULL analysis: which predicates reject the NULL-padded rows of an outer join ---------
 
-STRICT_OPERATORS: tuple[type[exp.Expression], ...] = (
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.EQ, exp.NEQ, exp.GT, exp.GTE,
-    exp.LT, exp.LTE, exp.Like, exp.ILike, exp.RegexpLike, exp.BitwiseAnd, exp.BitwiseOr,
-    exp.BitwiseXor, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.DPipe, exp.Neg,
-    exp.BitwiseNot, exp.Not, exp.Paren, exp.Cast, exp.TryCast, exp.Alias,
+STRICT_OPERATORS: tuple[type[exp.Expr], ...] = (
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Mod,
+    exp.IntDiv,
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Like,
+    exp.ILike,
+    exp.RegexpLike,
+    exp.BitwiseAnd,
+    exp.BitwiseOr,
+    exp.BitwiseXor,
+    exp.BitwiseLeftShift,
+    exp.BitwiseRightShift,
+    exp.DPipe,
+    exp.Neg,
+    exp.BitwiseNot,
+    exp.Not,
+    exp.Paren,
+    exp.Cast,
+    exp.TryCast,
+    exp.Alias,
     # functions that return NULL as soon as an argument is NULL
-    exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Abs, exp.Round, exp.Floor,
-    exp.Ceil, exp.Year, exp.Month, exp.Day, exp.DateTrunc, exp.TimestampTrunc,
+    exp.Upper,
+    exp.Lower,
+    exp.Length,
+    exp.Substring,
+    exp.Trim,
+    exp.Abs,
+    exp.Round,
+    exp.Floor,
+    exp.Ceil,
+    exp.Year,
+    exp.Month,
+    exp.Day,
+    exp.DateTrunc,
+    exp.TimestampTrunc,
 )
 # The same, as plain calls (see `verbatim`): Spark returns NULL as soon as an argument is NULL.
 STRICT_FUNCTIONS = frozenset(
-    {"upper", "lower", "ucase", "lcase", "length", "char_length", "character_length", "substring", "substr",
-     "trim", "ltrim", "rtrim", "abs", "round", "bround", "floor", "ceil", "ceiling", "year", "month", "day",
-     "dayofmonth", "hour", "minute", "second", "quarter", "date_trunc", "trunc"}
+    {
+        "upper",
+        "lower",
+        "ucase",
+        "lcase",
+        "length",
+        "char_length",
+        "character_length",
+        "substring",
+        "substr",
+        "trim",
+        "ltrim",
+        "rtrim",
+        "abs",
+        "round",
+        "bround",
+        "floor",
+        "ceil",
+        "ceiling",
+        "year",
+        "month",
+        "day",
+        "dayofmonth",
+        "hour",
+        "minute",
+        "second",
+        "quarter",
+        "date_trunc",
+        "trunc",
+    }
 )
 
 
-def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -> bool:
+def _null_on_null(expr: exp.Expr, is_null: Callable[[exp.Column], bool]) -> bool:
     """True when `expr` is NULL once every column for which `is_null` holds is NULL (conservative)."""
     if isinstance(expr, exp.Column):
         return is_null(expr)
@@ -600,7 +751,7 @@ def _null_on_null(expr: exp.Expression, is_null: Callable[[exp.Column], bool]) -
     return False
 
 
-def _rejects(pred: exp.Expression | None, aliases: set[str]) -> bool:
+def _rejects(pred: exp.Expr | None, aliases: set[str]) -> bool:
     """True when `pred` cannot be TRUE on a row whose `aliases` columns are all NULL."""
     if pred is None:
         return False
@@ -617,7 +768,7 @@ def _rejects(pred: exp.Expression | None, aliases: set[str]) -> bool:
     return _null_on_null(pred, lambda c: c.table in aliases)
 
 
-def _null_intolerant(pred: exp.Expression | None, aliases: set[str] | None = None) -> bool:
+def _null_intolerant(pred: exp.Expr | None, aliases: set[str] | None = None) -> bool:
     """True when the predicate cannot be TRUE once every referenced column (or every column of
     `aliases`) is NULL. Conservative: what it cannot prove counts as NULL-tolerant."""
     if pred is None:
@@ -647,16 +798,20 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     select = tree
     for sub in select.find_all(exp.Subquery, exp.CTE):
         raise _refuse(
-            f"a FROM subquery or CTE that could not be merged into the query ({_snippet(sub)})", sub,
+            f"a FROM subquery or CTE that could not be merged into the query ({_snippet(sub)})",
+            sub,
             "only select-project-join subqueries are merged (no GROUP BY, DISTINCT or aggregates; no joins "
             "when joined to other tables; no WHERE on the null-supplied side of an outer join): write the "
             "joins and filters out in the main query, or make the subquery its own fast_mv and select from it",
         )
     for col in select.find_all(exp.Column):
         if is_hidden(col.name):
-            raise _refuse(f"source column {col.name!r} uses the reserved prefix {HIDDEN_PREFIX}", col,
-                          f"rename it upstream, or leave it out of the view: names starting with "
-                          f"{HIDDEN_PREFIX} are fast_mv's hidden columns")
+            raise _refuse(
+                f"source column {col.name!r} uses the reserved prefix {HIDDEN_PREFIX}",
+                col,
+                f"rename it upstream, or leave it out of the view: names starting with "
+                f"{HIDDEN_PREFIX} are fast_mv's hidden columns",
+            )
     select = _simplify_outer_joins(select)
     sources, tree_node = _join_tree(select, schema)
     where = select.args.get("where")
@@ -687,16 +842,20 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
 # --- the join tree -------------------------------------------------------------------
 
 
-def _relations(select: exp.Select) -> tuple[list[exp.Expression], list[exp.Join]]:
+def _relations(select: exp.Select) -> tuple[list[exp.Table], list[exp.Join]]:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         raise UnsupportedView("a SELECT without FROM", "a view must read at least one Delta table")
     joins: list[exp.Join] = list(select.args.get("joins") or [])
-    relations = [from_.this] + [j.this for j in joins]
-    for rel in relations:
+    relations: list[exp.Table] = []
+    for rel in [from_.this] + [j.this for j in joins]:
         if not isinstance(rel, exp.Table) or rel.args.get("joins") or not isinstance(rel.this, exp.Identifier):
-            raise _refuse(f"relation {_snippet(rel)}", rel,
-                          "join tables directly (no VALUES, table functions or parenthesized joins)")
+            raise _refuse(
+                f"relation {_snippet(rel)}",
+                rel,
+                "join tables directly (no VALUES, table functions or parenthesized joins)",
+            )
+        relations.append(rel)
     return relations, joins
 
 
@@ -751,20 +910,25 @@ def _with_null_intolerance(node: JoinNode, aliases: list[str]) -> JoinNode:
         intolerant = _null_intolerant(node.on, padded) and _null_intolerant(node.on, padded_too)
     else:
         intolerant = _null_intolerant(node.on, padded)
-    return OuterJoin(node.kind, _with_null_intolerance(node.preserved, aliases),
-                     _with_null_intolerance(node.null_supplied, aliases), node.on, intolerant)
+    return OuterJoin(
+        node.kind,
+        _with_null_intolerance(node.preserved, aliases),
+        _with_null_intolerance(node.null_supplied, aliases),
+        node.on,
+        intolerant,
+    )
 
 
-def _require_on(on: exp.Expression | None, join: exp.Join) -> exp.Expression:
+def _require_on(on: exp.Expr | None, join: exp.Join) -> exp.Expr:
     if on is None:
         raise _refuse("an outer join without ON", join, "give the join condition with ON")
     return on
 
 
-def _add_inner(node: JoinNode, leaf: Leaf, on: exp.Expression | None) -> JoinNode:
+def _add_inner(node: JoinNode, leaf: Leaf, on: exp.Expr | None) -> JoinNode:
     preds = (on,) if on is not None else ()
     if isinstance(node, InnerGroup):
-        return InnerGroup(node.children + (leaf,), node.predicates + preds)
+        return InnerGroup((*node.children, leaf), node.predicates + preds)
     return InnerGroup((node, leaf), preds)
 
 
@@ -824,7 +988,7 @@ def _simplify_outer_joins(select: exp.Select) -> exp.Select:
             joins[index - 1].set("kind", None)
 
 
-def _rejected(pred: exp.Expression | None, aliases: list[str]) -> frozenset[int]:
+def _rejected(pred: exp.Expr | None, aliases: list[str]) -> frozenset[int]:
     """Relations whose all-NULL rows `pred` rejects."""
     if pred is None:
         return frozenset()
@@ -848,8 +1012,10 @@ def _outer_to_inner(node: JoinNode, rejected: frozenset[int], aliases: list[str]
     if node.kind == "left":
         if _leaves(node.null_supplied) & rejected:
             return {number: ""}
-        return {**_outer_to_inner(node.preserved, rejected, aliases),
-                **_outer_to_inner(node.null_supplied, _rejected(node.on, aliases), aliases)}
+        return {
+            **_outer_to_inner(node.preserved, rejected, aliases),
+            **_outer_to_inner(node.null_supplied, _rejected(node.on, aliases), aliases),
+        }
     left_gone = bool(_leaves(node.preserved) & rejected)  # rows padding the left operand are filtered
     right_gone = bool(_leaves(node.null_supplied) & rejected)
     if left_gone and right_gone:
@@ -858,11 +1024,13 @@ def _outer_to_inner(node: JoinNode, rejected: frozenset[int], aliases: list[str]
         return {number: "LEFT"}
     if right_gone:
         return {number: "RIGHT"}
-    return {**_outer_to_inner(node.preserved, frozenset(), aliases),
-            **_outer_to_inner(node.null_supplied, frozenset(), aliases)}
+    return {
+        **_outer_to_inner(node.preserved, frozenset(), aliases),
+        **_outer_to_inner(node.null_supplied, frozenset(), aliases),
+    }
 
 
-def _check_join_predicates(node: JoinNode, where: exp.Expression | None, sources: tuple[Source, ...]) -> None:
+def _check_join_predicates(node: JoinNode, where: exp.Expr | None, sources: tuple[Source, ...]) -> None:
     """Nica's (P1) and (P2), and the WHERE clause of an outer-join view.
 
     (P1) an outer join's ON references both of its sides; (P2) a predicate that references a
@@ -875,8 +1043,11 @@ def _check_join_predicates(node: JoinNode, where: exp.Expression | None, sources
         for conj in where.flatten() if isinstance(where, exp.And) else [where]:
             for i in sorted(ns):
                 if _references(conj, aliases[i]) and not _rejects(where, {aliases[i]}):
-                    raise _refuse(f"WHERE predicate {_snippet(conj)} on the null-supplied side of an outer join",
-                                  conj, "move the predicate into the ON clause, or use materialized='table'")
+                    raise _refuse(
+                        f"WHERE predicate {_snippet(conj)} on the null-supplied side of an outer join",
+                        conj,
+                        "move the predicate into the ON clause, or use materialized='table'",
+                    )
     _check_node_predicates(node, aliases)
 
 
@@ -888,22 +1059,27 @@ def _check_node_predicates(node: JoinNode, aliases: list[str]) -> None:
     if isinstance(node, OuterJoin):
         for child in children:
             if not any(_references(node.on, aliases[i]) for i in _leaves(child)):
-                raise _refuse(f"outer join condition {_snippet(node.on)} that does not reference both sides",
-                              node.on, "compare columns of both joined sides in ON, or use materialized='table'")
+                raise _refuse(
+                    f"outer join condition {_snippet(node.on)} that does not reference both sides",
+                    node.on,
+                    "compare columns of both joined sides in ON, or use materialized='table'",
+                )
     ns = frozenset().union(*(_null_supplied_within(c) for c in children))
     for pred in preds:
         for i in sorted(ns):
             if _references(pred, aliases[i]) and not _rejects(pred, {aliases[i]}):
                 raise _refuse(
                     f"join condition {_snippet(pred)} can be true on the NULL-padded rows of {aliases[i]}, "
-                    f"which a nested outer join null-supplies", pred,
+                    f"which a nested outer join null-supplies",
+                    pred,
                     f"make the condition false on NULLs of {aliases[i]} (plain comparisons, no COALESCE, "
-                    f"IS NULL or OR), or use materialized='table'")
+                    f"IS NULL or OR), or use materialized='table'",
+                )
     for child in children:
         _check_node_predicates(child, aliases)
 
 
-def _references(pred: exp.Expression, alias: str) -> bool:
+def _references(pred: exp.Expr, alias: str) -> bool:
     return any(c.table == alias for c in pred.find_all(exp.Column))
 
 
@@ -926,8 +1102,11 @@ def _outputs(select: exp.Select) -> tuple[OutputColumn, ...]:
         if not name:
             raise _refuse(f"unnamed column {_snippet(e)}", e, "give it an alias")
         if is_hidden(name):
-            raise _refuse(f"column {name!r} uses the reserved prefix {HIDDEN_PREFIX}", e,
-                          f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns")
+            raise _refuse(
+                f"column {name!r} uses the reserved prefix {HIDDEN_PREFIX}",
+                e,
+                f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns",
+            )
         if name.lower() in seen:
             raise _refuse(f"duplicate column name {name!r}", e, "alias one of them")
         seen[name.lower()] = name
@@ -935,7 +1114,10 @@ def _outputs(select: exp.Select) -> tuple[OutputColumn, ...]:
     return tuple(outputs)
 
 
-def _aggregation(select: exp.Select, outputs: tuple[OutputColumn, ...]):
+def _aggregation(
+    select: exp.Select, outputs: tuple[OutputColumn, ...]
+) -> tuple[tuple[exp.Expr, ...], tuple[Aggregate, ...], exp.Expr | None, bool]:
+    """GROUP BY expressions, the aggregates to maintain, HAVING, and whether the SELECT is DISTINCT."""
     group = select.args.get("group")
     group_by = tuple(group.expressions) if group is not None else ()
     having_node = select.args.get("having")
@@ -981,22 +1163,25 @@ def _check_aggregate_places(select: exp.Select) -> None:
     for place, node in places:
         agg = node.find(exp.AggFunc) if node is not None else None
         if agg is not None:
-            raise _refuse(f"aggregate {_snippet(agg)} in {place}", agg,
-                          "aggregates belong in the SELECT list or HAVING")
+            raise _refuse(
+                f"aggregate {_snippet(agg)} in {place}", agg, "aggregates belong in the SELECT list or HAVING"
+            )
 
 
-def _check_grouped(outputs: tuple[OutputColumn, ...], having: exp.Expression | None,
-                   group_by: tuple[exp.Expression, ...]) -> None:
+def _check_grouped(outputs: tuple[OutputColumn, ...], having: exp.Expr | None, group_by: tuple[exp.Expr, ...]) -> None:
     keys = {g.sql(dialect=DIALECT) for g in group_by}
     exprs = [o.expression for o in outputs] + ([having] if having is not None else [])
     for e in exprs:
         col = _ungrouped_column(e, keys)
         if col is not None:
-            raise _refuse(f"column {_snippet(col)} that is neither in GROUP BY nor aggregated", col,
-                          "add it to GROUP BY, or aggregate it")
+            raise _refuse(
+                f"column {_snippet(col)} that is neither in GROUP BY nor aggregated",
+                col,
+                "add it to GROUP BY, or aggregate it",
+            )
 
 
-def _ungrouped_column(expr: exp.Expression, keys: set[str]) -> exp.Column | None:
+def _ungrouped_column(expr: exp.Expr, keys: set[str]) -> exp.Column | None:
     if isinstance(expr, exp.AggFunc) or expr.sql(dialect=DIALECT) in keys:
         return None
     if isinstance(expr, exp.Column):
@@ -1016,8 +1201,9 @@ def _classify(sources: tuple[Source, ...], tree: JoinNode, aggregated: bool) -> 
     return ViewClass.SINGLE_SOURCE if len(sources) == 1 else ViewClass.INNER_JOIN
 
 
-def _hidden_columns(view_class: ViewClass, sources: tuple[Source, ...],
-                    aggregates: tuple[Aggregate, ...]) -> tuple[HiddenColumn, ...]:
+def _hidden_columns(
+    view_class: ViewClass, sources: tuple[Source, ...], aggregates: tuple[Aggregate, ...]
+) -> tuple[HiddenColumn, ...]:
     if view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN):
         cols = [HiddenColumn(COUNT_COLUMN, "rows in the group")]
         for agg in aggregates:

@@ -60,11 +60,17 @@ def refresh_steps(plan: ViewPlan) -> list[str]:
             lines.append(
                 f"    {s.alias}: net change feed per row identity (inserts +1, deletes -1, update images "
                 f"cancel when no used column changed)"
-                + (f"; joined with {', '.join(others)} (earlier occurrences at the new version, later at the "
-                   f"consumed version)" if others else "")
+                + (
+                    f"; joined with {', '.join(others)} (earlier occurrences at the new version, later at the "
+                    f"consumed version)"
+                    if others
+                    else ""
+                )
             )
-        lines.append("    apply: one MERGE on the identity tuple (count += delta, delete at 0), "
-                     "or one INSERT when every changed identity is new; no changes: no write")
+        lines.append(
+            "    apply: one MERGE on the identity tuple (count += delta, delete at 0), "
+            "or one INSERT when every changed identity is new; no changes: no write"
+        )
     return lines
 
 

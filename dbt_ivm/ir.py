@@ -9,7 +9,6 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 from sqlglot import exp
 
@@ -93,8 +92,8 @@ class Leaf:
 class InnerGroup:
     """An n-ary inner join (Nica's normalized form) with its ON predicates."""
 
-    children: tuple["JoinNode", ...]
-    predicates: tuple[exp.Expression, ...] = ()
+    children: tuple[JoinNode, ...]
+    predicates: tuple[exp.Expr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,19 +101,19 @@ class OuterJoin:
     """A left (or full) outer join: `preserved` keeps its rows, `null_supplied` is padded."""
 
     kind: str  # "left" | "full"
-    preserved: "JoinNode"
-    null_supplied: "JoinNode"
-    on: exp.Expression
+    preserved: JoinNode
+    null_supplied: JoinNode
+    on: exp.Expr
     null_intolerant: bool = True  # the ON predicate rejects an all-NULL null-supplied row
 
 
-JoinNode = Union[Leaf, InnerGroup, OuterJoin]
+JoinNode = Leaf | InnerGroup | OuterJoin
 
 
 @dataclass(frozen=True)
 class OutputColumn:
     name: str
-    expression: exp.Expression
+    expression: exp.Expr
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ class Aggregate:
     """One aggregate call of the select list, with the hidden helpers it needs."""
 
     func: str  # count_star | count | sum | avg | min | max
-    argument: exp.Expression | None
+    argument: exp.Expr | None
     output: str
     helpers: tuple[str, ...] = ()
 
@@ -141,11 +140,11 @@ class ViewPlan:
     query: exp.Select  # normalized: qualified, stars expanded, CTEs/subqueries merged
     sources: tuple[Source, ...]
     tree: JoinNode
-    where: exp.Expression | None
+    where: exp.Expr | None
     outputs: tuple[OutputColumn, ...]
-    group_by: tuple[exp.Expression, ...] = ()
+    group_by: tuple[exp.Expr, ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
-    having: exp.Expression | None = None
+    having: exp.Expr | None = None
     distinct: bool = False
     hidden: tuple[HiddenColumn, ...] = field(default=())
     functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sqlglot import exp
+
 from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.errors import SourceError, StateError
@@ -155,7 +157,7 @@ def parse_properties(text: str) -> dict[str, str]:
 def describe_source(db: Database, table: TableName) -> SourceInfo:
     try:
         rows = db.query(f"DESCRIBE TABLE EXTENDED {table.sql()}")
-    except Exception as e:  # noqa: BLE001 - the database's own error type varies by connection
+    except Exception as e:  # the database's own error type varies by connection
         raise SourceError(f"source {table} cannot be read ({_first_line(e)}); create it before building") from e
     columns, details = parse_describe_extended(rows)
     return SourceInfo(
@@ -170,14 +172,20 @@ def describe_source(db: Database, table: TableName) -> SourceInfo:
 def check_source(info: SourceInfo) -> None:
     t = info.table
     if info.kind == "VIEW":
-        raise SourceError(f"source {t} is a view; fast_mv reads Delta change data feeds: "
-                          f"select from the Delta tables behind it, or use materialized='table'")
+        raise SourceError(
+            f"source {t} is a view; fast_mv reads Delta change data feeds: "
+            f"select from the Delta tables behind it, or use materialized='table'"
+        )
     if info.provider != "delta":
-        raise SourceError(f"source {t} is a {info.provider or 'non-Delta'} table, not Delta; "
-                          f"convert it (CONVERT TO DELTA {t.sql()}) or use materialized='table'")
+        raise SourceError(
+            f"source {t} is a {info.provider or 'non-Delta'} table, not Delta; "
+            f"convert it (CONVERT TO DELTA {t.sql()}) or use materialized='table'"
+        )
     if not info.change_data_feed:
-        raise SourceError(f"source {t} has no change data feed; run: ALTER TABLE {t.sql()} "
-                          f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+        raise SourceError(
+            f"source {t} has no change data feed; run: ALTER TABLE {t.sql()} "
+            f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        )
 
 
 def recent_history(db: Database, table: TableName) -> list[dict[str, Any]]:
@@ -259,16 +267,18 @@ def encode_settings(settings: Mapping[str, str]) -> str:
 def settings_changed(recorded: str | None, current: Mapping[str, str]) -> str:
     """'key: old → new, …' for each recorded setting the session now has another value of; '' if none."""
     before = json.loads(recorded) if recorded else {}
-    return ", ".join(f"{k} {before[k]!r} → {current[k]!r}" for k in sorted(before)
-                     if k in current and before[k] != current[k])
+    return ", ".join(
+        f"{k} {before[k]!r} → {current[k]!r}" for k in sorted(before) if k in current and before[k] != current[k]
+    )
 
 
 def read_watermark(db: Database, backing: TableName) -> Watermark | None:
     return read_history(db, backing)[0]
 
 
-def source_appends(db: Database, table: TableName, start: int, end: int,
-                   pinned_history: list[dict[str, Any]]) -> int | None:
+def source_appends(
+    db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
+) -> int | None:
     """Rows appended to `table` in versions start..end if it only appended there (see `history`).
 
     `pinned_history` (read when the version was pinned) usually holds those commits already.
@@ -313,8 +323,15 @@ def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterat
 class Maintainer:
     """One model's build or refresh. `log` receives progress lines for the run's log."""
 
-    def __init__(self, db: Database, view: TableName, sql: str, log: Callable[[str], None] = lambda _: None,
-                 unique_key: str | Sequence[str] | None = None, functions: Sequence[str] = ()):
+    def __init__(
+        self,
+        db: Database,
+        view: TableName,
+        sql: str,
+        log: Callable[[str], None] = lambda _: None,
+        unique_key: str | Sequence[str] | None = None,
+        functions: Sequence[str] = (),
+    ):
         self.db = db
         self.view = view
         self.backing = backing_table(view)
@@ -376,7 +393,9 @@ class Maintainer:
 
     # -- build -----------------------------------------------------------------------
 
-    def build(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str, previous: Watermark | None = None) -> Outcome:
+    def build(
+        self, plan: ViewPlan, pinned: Mapping[str, int], reason: str, previous: Watermark | None = None
+    ) -> Outcome:
         """Create or replace the view's storage from the sources at the pinned versions.
 
         Its token is above every token before it (the clock in microseconds, and above the last
@@ -404,8 +423,9 @@ class Maintainer:
             self.log(f"fast_mv {self.view}: replacing the table of an earlier materialization with a view")
             self.run(f"DROP TABLE {self.view.sql()}")
         self.run(render.sql(render.create_view(self.view, render.view_select(plan, self.backing))))
-        return Outcome("built", f"built at {_versions(pinned)}", versions=dict(pinned),
-                       statements=tuple(self.statements))
+        return Outcome(
+            "built", f"built at {_versions(pinned)}", versions=dict(pinned), statements=tuple(self.statements)
+        )
 
     # -- refresh ---------------------------------------------------------------------
 
@@ -439,6 +459,7 @@ class Maintainer:
         uid = uuid.uuid4().hex[:12]
         staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if s.table.key in moved}
         name = f"__ivm_delta_{uid}"
+        write: exp.Insert | exp.Merge
         try:
             self._stage_changes(plan, old, pinned, staged)
             delta = render.delta_select(plan, old, pinned, staged)
@@ -446,8 +467,12 @@ class Maintainer:
             self.run(render.cache_as(name, delta))
             stats = self.db.query(render.sql(render.delta_stats(name, self.unique_key)))[0]
             inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
-            if self.unique_key and int(stats["n"]) > 0 and int(stats["min_d"]) > 0 and (
-                    int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"])):
+            if (
+                self.unique_key
+                and int(stats["n"]) > 0
+                and int(stats["min_d"]) > 0
+                and (int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"]))
+            ):
                 raise StateError(self._key_violation())
             if int(stats["n"]) == 0:
                 path, write = "empty", render.empty_commit(self.backing)
@@ -467,10 +492,18 @@ class Maintainer:
         if path == "merge" and _matched_several(commit):
             self._repair_repeated_rows(plan, pinned, new_mark)
         if path == "empty":
-            return Outcome("no changes", f"no net changes from {ranges}", versions=dict(pinned),
-                           statements=tuple(self.statements))
-        return Outcome("refreshed", f"refreshed: +{inserted}/-{deleted} rows from {ranges}", path,
-                       inserted, deleted, dict(pinned), tuple(self.statements))
+            return Outcome(
+                "no changes", f"no net changes from {ranges}", versions=dict(pinned), statements=tuple(self.statements)
+            )
+        return Outcome(
+            "refreshed",
+            f"refreshed: +{inserted}/-{deleted} rows from {ranges}",
+            path,
+            inserted,
+            deleted,
+            dict(pinned),
+            tuple(self.statements),
+        )
 
     def _repair_repeated_rows(self, plan: ViewPlan, pinned: Mapping[str, int], mark: Watermark) -> None:
         """A change row matched several stored rows: the declared key was broken by rows appended
@@ -481,20 +514,23 @@ class Maintainer:
             f"fast_mv {self.view}: unique_key ({key}) is not unique in the model's rows: an earlier refresh "
             "appended a row the view already held, and this refresh's change matched both copies. The view "
             "was rebuilt from the sources and is correct; fix the data so the key is unique, or drop "
-            "unique_key from the model config")
+            "unique_key from the model config"
+        )
 
     def _write(self, statement: str) -> None:
         """The one write of a build or refresh; losing a race to another writer fails loudly."""
         try:
             self.run(statement)
-        except Exception as e:  # noqa: BLE001 - the connection's error type varies
+        except Exception as e:  # the connection's error type varies
             if CONCURRENT_COMMIT.search(str(e)):
                 raise StateError(self._lost_race()) from e
             raise
 
     def _lost_race(self) -> str:
-        return (f"another run of {self.view} (a refresh or a --full-refresh) committed first; this run wrote "
-                "nothing and the view is consistent as of that run: run dbt again to catch up")
+        return (
+            f"another run of {self.view} (a refresh or a --full-refresh) committed first; this run wrote "
+            "nothing and the view is consistent as of that run: run dbt again to catch up"
+        )
 
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
         """The history row of this run's commit. Delta skips a write whose token another writer
@@ -518,8 +554,15 @@ class Maintainer:
             total += rows
         return total
 
-    def _append(self, plan: ViewPlan, old: Mapping[str, int], pinned: Mapping[str, int], ranges: str,
-                mark: Watermark, appended: int) -> Outcome:
+    def _append(
+        self,
+        plan: ViewPlan,
+        old: Mapping[str, int],
+        pinned: Mapping[str, int],
+        ranges: str,
+        mark: Watermark,
+        appended: int,
+    ) -> Outcome:
         """Only appends since the watermark: one INSERT of the view's new rows, read from the feeds.
 
         Nothing is staged or netted and the stored rows are not read: the view is monotone, so
@@ -528,13 +571,14 @@ class Maintainer:
         """
         self.log(f"fast_mv {self.view}: appending the new rows of {ranges} (only appends since the last refresh)")
         violation = self._key_violation()
-        insert = render.append_statement(plan, self.backing, old, pinned, self.unique_key, violation,
-                                         broadcast=appended <= BROADCAST_ROWS)
+        insert = render.append_statement(
+            plan, self.backing, old, pinned, self.unique_key, violation, broadcast=appended <= BROADCAST_ROWS
+        )
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing):
             try:
                 self._write(render.sql(insert))
-            except Exception as e:  # noqa: BLE001 - the connection's error type varies
+            except Exception as e:  # the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
                 self._raise_if_lost_history(e, ranges)
@@ -547,14 +591,28 @@ class Maintainer:
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
         if inserted == 0:  # the view's joins and filters kept none of the appended rows
-            return Outcome("no changes", f"no net changes from {ranges}", "append", versions=dict(pinned),
-                           statements=tuple(self.statements))
-        return Outcome("refreshed", f"refreshed: +{inserted}/-0 rows from {ranges}", "append",
-                       inserted, 0, dict(pinned), tuple(self.statements))
+            return Outcome(
+                "no changes",
+                f"no net changes from {ranges}",
+                "append",
+                versions=dict(pinned),
+                statements=tuple(self.statements),
+            )
+        return Outcome(
+            "refreshed",
+            f"refreshed: +{inserted}/-0 rows from {ranges}",
+            "append",
+            inserted,
+            0,
+            dict(pinned),
+            tuple(self.statements),
+        )
 
     def _key_violation(self) -> str:
-        return (f"fast_mv {self.view}: unique_key ({', '.join(self.unique_key)}) is not unique in the rows "
-                "this refresh adds; nothing was written: fix the data or drop unique_key from the model config")
+        return (
+            f"fast_mv {self.view}: unique_key ({', '.join(self.unique_key)}) is not unique in the rows "
+            "this refresh adds; nothing was written: fix the data or drop unique_key from the model config"
+        )
 
     @staticmethod
     def _raise_if_lost_history(e: Exception, ranges: str) -> None:
@@ -565,15 +623,16 @@ class Maintainer:
                 "or change data feed was off for part of it; run dbt with --full-refresh for this model"
             ) from e
 
-    def _stage_changes(self, plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
-                       staged: Mapping[int, str]) -> None:
+    def _stage_changes(
+        self, plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int], staged: Mapping[int, str]
+    ) -> None:
         """Evaluate each moved source's net change once; lost history fails loudly here."""
         for index, temp in staged.items():
             source = plan.sources[index]
             key = source.table.key
             try:
                 self.run(render.cache_as(temp, render.change_select(source, old[key] + 1, new[key])))
-            except Exception as e:  # noqa: BLE001 - the connection's error type varies
+            except Exception as e:  # the connection's error type varies
                 self._raise_if_lost_history(e, f"{key} v{old[key]}..v{new[key]}")
                 raise
 
@@ -609,9 +668,15 @@ def _versions(versions: Mapping[str, int]) -> str:
     return ", ".join(f"{k} v{v}" for k, v in versions.items())
 
 
-def materialize(db: Database, view: TableName, sql: str, full_refresh: bool = False,
-                log: Callable[[str], None] = lambda _: None, unique_key: str | Sequence[str] | None = None,
-                functions: Sequence[str] = ()) -> Outcome:
+def materialize(
+    db: Database,
+    view: TableName,
+    sql: str,
+    full_refresh: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    unique_key: str | Sequence[str] | None = None,
+    functions: Sequence[str] = (),
+) -> Outcome:
     return Maintainer(db, view, sql, log, unique_key, functions).materialize(full_refresh)
 
 

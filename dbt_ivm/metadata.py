@@ -42,17 +42,29 @@ class Watermark:
     commit_version: int | None = None  # the backing table's version that recorded it
 
     def encode(self) -> str:
-        body = {"v": FORMAT_VERSION, "def": self.definition_hash, "sources": dict(sorted(self.sources.items())),
-                "created": dict(sorted(self.created.items())), "token": self.token, "run": self.run}
+        body = {
+            "v": FORMAT_VERSION,
+            "def": self.definition_hash,
+            "sources": dict(sorted(self.sources.items())),
+            "created": dict(sorted(self.created.items())),
+            "token": self.token,
+            "run": self.run,
+        }
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
-    def decode(cls, text: str | None, commit_version: int | None = None) -> "Watermark | None":
+    def decode(cls, text: str | None, commit_version: int | None = None) -> Watermark | None:
         if not text or not text.startswith(MARKER):
             return None
-        body = json.loads(text[len(MARKER):])
-        return cls({k: int(v) for k, v in body["sources"].items()}, body["def"], dict(body.get("created", {})),
-                   int(body.get("token", 0)), str(body.get("run", "")), commit_version)
+        body = json.loads(text[len(MARKER) :])
+        return cls(
+            {k: int(v) for k, v in body["sources"].items()},
+            body["def"],
+            dict(body.get("created", {})),
+            int(body.get("token", 0)),
+            str(body.get("run", "")),
+            commit_version,
+        )
 
 
 def latest_watermark(history: Iterable[Mapping[str, Any]]) -> Watermark | None:

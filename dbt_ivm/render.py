@@ -6,10 +6,10 @@ Every identifier goes through sqlglot, so quoting is never string work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import cast
 
-from sqlglot import exp
-from sqlglot.tokens import TokenType
+from sqlglot import TokenType, exp
 
 from dbt_ivm import verbatim
 from dbt_ivm.analyze import parse
@@ -40,7 +40,7 @@ MAINTAINED = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 MONOTONE = (ViewClass.SINGLE_SOURCE, ViewClass.INNER_JOIN)
 
 
-def sql(expression: exp.Expression) -> str:
+def sql(expression: exp.Expr) -> str:
     """Spark SQL of a statement; what sqlglot cannot write in Spark raises (see `verbatim`)."""
     return verbatim.to_sql(expression)
 
@@ -53,11 +53,11 @@ def col(name: str, table: str | None = None) -> exp.Column:
     return exp.column(ident(name), table=ident(table) if table else None)
 
 
-def func(name: str, *args: exp.Expression) -> exp.Expression:
+def func(name: str, *args: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def lit(value: str | int) -> exp.Literal:
+def lit(value: str | int) -> exp.Literal | exp.Neg:  # a negative number is Neg(Literal)
     return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
 
 
@@ -77,7 +77,7 @@ def ensure_maintainable(plan: ViewPlan) -> None:
 # --- row identities and source relations -------------------------------------------
 
 
-def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = None) -> exp.Expression:
+def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = None) -> exp.Expr:
     """Row identity of a source row: a 64-bit hash of the columns the view uses, NULLs flagged.
 
     Delta withholds row ids from change-feed reads, so identity comes from content;
@@ -87,7 +87,7 @@ def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = Non
     """
     if not columns:
         return exp.Literal.number(0)
-    args: list[exp.Expression] = []
+    args: list[exp.Expr] = []
     for name, ctype in columns:
         c = col(name, table)
         args.append(func("to_json", c) if ctype.lower().startswith("map") else c)
@@ -95,11 +95,11 @@ def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = Non
     return func("xxhash64", *args)
 
 
-def source_columns(source: Source) -> list[exp.Expression]:
+def source_columns(source: Source) -> list[exp.Expr]:
     return [col(name) for name, _ in source.columns]
 
 
-def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> exp.Expression:
+def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> exp.Expr:
     """`(SELECT used columns, rid FROM t VERSION AS OF v) AS alias`."""
     table = source.table.to_table()
     table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
@@ -124,8 +124,10 @@ def change_select(source: Source, start: int, end: int) -> exp.Select:
         true=lit(1),
         false=lit(-1),
     )
-    rows = exp.select(*source_columns(source)).from_(feed).select(
-        rid_expression(source.columns).as_(ident(RID_COLUMN)), sign.as_(ident(SIGN_COLUMN))
+    rows = (
+        exp.select(*source_columns(source))
+        .from_(feed)
+        .select(rid_expression(source.columns).as_(ident(RID_COLUMN)), sign.as_(ident(SIGN_COLUMN)))
     )
     total = exp.Sum(this=col(SIGN_COLUMN))
     netted = (
@@ -138,7 +140,7 @@ def change_select(source: Source, start: int, end: int) -> exp.Select:
     return netted
 
 
-def changes_relation(source: Source, start: int, end: int, staged: str | None = None) -> exp.Expression:
+def changes_relation(source: Source, start: int, end: int, staged: str | None = None) -> exp.Expr:
     """The net change as a relation under the source's alias; `staged` names a cached copy.
 
     Staging (CACHE TABLE) evaluates the feed once and gives Spark its real, small size,
@@ -154,15 +156,16 @@ def union_all(queries: list[exp.Select]) -> exp.Query:
     return exp.union(*queries, distinct=False) if len(queries) > 1 else queries[0]
 
 
-def substitute(query: exp.Select, relations: Mapping[str, exp.Expression]) -> exp.Select:
+def substitute(query: exp.Select, relations: Mapping[str, exp.Expr]) -> exp.Select:
     """Copy of `query` with each source table replaced by the relation for its alias."""
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and node.alias_or_name in relations:
             return relations[node.alias_or_name].copy()
         return node
 
-    return query.copy().transform(swap)
+    # swap replaces tables only, so the root stays the Select that transform types as any node
+    return cast(exp.Select, query.copy().transform(swap))
 
 
 # --- build -------------------------------------------------------------------------
@@ -172,7 +175,7 @@ def _with_rids(query: exp.Select, plan: ViewPlan) -> exp.Select:
     return query.select(*[col(RID_COLUMN, s.alias).as_(ident(s.rid)) for s in plan.sources])
 
 
-def _group_by_key(inner: exp.Query, plan: ViewPlan, measure: exp.Expression, name: str) -> exp.Select:
+def _group_by_key(inner: exp.Query, plan: ViewPlan, measure: exp.Expr, name: str) -> exp.Select:
     """One row per stored key: (view columns, identity tuple)."""
     key = [col(c) for c in _stored_columns(plan)]
     return (
@@ -194,8 +197,13 @@ def term_version(other: int, changed: int, old: int, new: int) -> int:
     return new if other < changed else old
 
 
-def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
-                 staged: Mapping[int, str] | None = None, broadcast: bool = False) -> exp.Select | None:
+def delta_select(
+    plan: ViewPlan,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    staged: Mapping[int, str] | None = None,
+    broadcast: bool = False,
+) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple.
 
     The view is multilinear in its sources' multiplicities, so with sources in
@@ -218,7 +226,7 @@ def delta_select(plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int],
         key = changed.table.key
         if new[key] == old[key]:
             continue
-        rels: dict[str, exp.Expression] = {}
+        rels: dict[str, exp.Expr] = {}
         for other in plan.sources:
             k = other.table.key
             if other.index == i:
@@ -312,7 +320,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
     return select
 
 
-def unique_key_columns(plan: ViewPlan, unique_key: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+def unique_key_columns(plan: ViewPlan, unique_key: str | Sequence[str] | None) -> tuple[str, ...]:
     """The model's declared unique key as output column names; a name that is not one fails."""
     if not unique_key:
         return ()
@@ -327,7 +335,7 @@ def unique_key_columns(plan: ViewPlan, unique_key: str | list[str] | tuple[str, 
     return tuple(outputs[n.strip().lower()] for n in names)
 
 
-def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expression:
+def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
     """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact."""
     rids = [exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources]
     outs = [exp.NullSafeEQ(this=col(o.name, left), expression=col(o.name, right)) for o in plan.outputs]
@@ -347,7 +355,7 @@ def changed_identities(staged: Mapping[int, str], limit: int) -> exp.Select:
     return exp.select("*").from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}ids"))).limit(limit)
 
 
-def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: str | None = None) -> exp.Expression:
+def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: str | None = None) -> exp.Expr:
     """Stored rows a change set can reach: a changed occurrence's identity column holds a change row's.
 
     Every key of the change set carries, in the column of the occurrence whose term produced it,
@@ -357,8 +365,9 @@ def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: 
     list by its min..max only, which scattered hashes defeat: this filters rows, not files.)
     """
     parts = [
-        exp.In(this=col(plan.sources[index].rid, table),
-               expressions=[exp.Literal.number(v) for v in sorted(set(values))])
+        exp.In(
+            this=col(plan.sources[index].rid, table), expressions=[exp.Literal.number(v) for v in sorted(set(values))]
+        )
         for index, values in sorted(identities.items())
         if values
     ]
@@ -372,9 +381,11 @@ def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int,
     carries the identity of a change row in that occurrence's column.
     """
     probes = [
-        exp.select(lit(1).as_("one")).from_(backing.to_table()).where(
-            exp.In(this=col(plan.sources[i].rid),
-                   query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery()))
+        exp.select(lit(1).as_("one"))
+        .from_(backing.to_table())
+        .where(
+            exp.In(this=col(plan.sources[i].rid), query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery())
+        )
         for i, name in sorted(staged.items())
     ]
     return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union_all(probes).subquery(ident(f"{HIDDEN_PREFIX}p")))
@@ -385,15 +396,22 @@ def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Inse
     return _insert_stored(plan, backing, col(DELTA_COLUMN), temp_table(delta))
 
 
-def _insert_stored(plan: ViewPlan, backing: TableName, count: exp.Expression, rows: exp.Expression) -> exp.Insert:
+def _insert_stored(plan: ViewPlan, backing: TableName, count: exp.Expr, rows: exp.Expr) -> exp.Insert:
     """INSERT of `rows` into the backing table: its stored columns, and `count` as the count."""
     cols = _stored_columns(plan)
     select = exp.select(*[col(c) for c in cols], count.as_(ident(COUNT_COLUMN))).from_(rows)
-    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in cols + [COUNT_COLUMN]])
+    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in [*cols, COUNT_COLUMN]])
 
 
-def append_statement(plan: ViewPlan, backing: TableName, old: Mapping[str, int], new: Mapping[str, int],
-                     unique_key: tuple[str, ...], violation: str, broadcast: bool = False) -> exp.Insert:
+def append_statement(
+    plan: ViewPlan,
+    backing: TableName,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    unique_key: tuple[str, ...],
+    violation: str,
+    broadcast: bool = False,
+) -> exp.Insert:
     """The view's new rows straight from the change feeds, appended in one statement.
 
     For a monotone view whose moved sources only appended rows: every net change adds copies.
@@ -407,22 +425,27 @@ def append_statement(plan: ViewPlan, backing: TableName, old: Mapping[str, int],
     repeats = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[col(c) for c in unique_key])
     count = exp.Case(
         ifs=[
-            exp.If(this=exp.LT(this=d.copy(), expression=lit(1)),
-                   true=_raise(f"fast_mv {backing}: an appended source row removed a view row; nothing was written")),
-            exp.If(this=exp.or_(exp.GT(this=d.copy(), expression=lit(1)), exp.GT(this=repeats, expression=lit(1))),
-                   true=_raise(violation)),
+            exp.If(
+                this=exp.LT(this=d.copy(), expression=lit(1)),
+                true=_raise(f"fast_mv {backing}: an appended source row removed a view row; nothing was written"),
+            ),
+            exp.If(
+                this=exp.or_(exp.GT(this=d.copy(), expression=lit(1)), exp.GT(this=repeats, expression=lit(1))),
+                true=_raise(violation),
+            ),
         ],
         default=lit(1),
     )
     return _insert_stored(plan, backing, count, delta.subquery(ident(f"{HIDDEN_PREFIX}a")))
 
 
-def _raise(message: str) -> exp.Expression:
+def _raise(message: str) -> exp.Expr:
     return exp.Cast(this=func("raise_error", lit(message)), to=exp.DataType.build("bigint"))
 
 
-def merge_statement(plan: ViewPlan, backing: TableName, delta: str,
-                    identities: Mapping[int, list[int]] | None = None) -> exp.Merge:
+def merge_statement(
+    plan: ViewPlan, backing: TableName, delta: str, identities: Mapping[int, list[int]] | None = None
+) -> exp.Merge:
     """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly.
 
     Three clauses, the guards folded into the values: every extra clause costs the MERGE a pass
@@ -435,20 +458,30 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str,
         "its stored state is inconsistent: run dbt with --full-refresh for this model"
     )
 
-    def positive_or_fail(value: exp.Expression) -> exp.Expression:
+    def positive_or_fail(value: exp.Expr) -> exp.Expr:
         return exp.If(this=exp.GT(this=value.copy(), expression=lit(0)), true=value.copy(), false=_raise(corrupt))
 
     cols = _stored_columns(plan)
     whens = [
-        exp.When(matched=True, source=False,
-                 condition=exp.EQ(this=new_count.copy(), expression=lit(0)), then=exp.var("DELETE")),
-        exp.When(matched=True, source=False,
-                 then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=positive_or_fail(new_count))])),
-        exp.When(matched=False, source=False,
-                 then=exp.Insert(
-                     this=exp.Tuple(expressions=[col(c) for c in cols + [COUNT_COLUMN]]),
-                     expression=exp.Tuple(expressions=[col(c, s) for c in cols]
-                                          + [positive_or_fail(col(DELTA_COLUMN, s))]))),
+        exp.When(
+            matched=True,
+            source=False,
+            condition=exp.EQ(this=new_count.copy(), expression=lit(0)),
+            then=exp.var("DELETE"),
+        ),
+        exp.When(
+            matched=True,
+            source=False,
+            then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=positive_or_fail(new_count))]),
+        ),
+        exp.When(
+            matched=False,
+            source=False,
+            then=exp.Insert(
+                this=exp.Tuple(expressions=[col(c) for c in [*cols, COUNT_COLUMN]]),
+                expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [positive_or_fail(col(DELTA_COLUMN, s))]),
+            ),
+        ),
     ]
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident(t)))
@@ -505,7 +538,7 @@ def pin_versions(model_sql: str, versions: Mapping[str, int]) -> str:
     inserts += [(t.start, "") for t in verbatim.DIALECT().tokenize(model_sql) if t.token_type == TokenType.SEMICOLON]
     text = model_sql
     for position, insert in sorted(inserts, reverse=True):
-        text = text[:position] + insert + (text[position + 1:] if not insert else text[position:])
+        text = text[:position] + insert + (text[position + 1 :] if not insert else text[position:])
     return text
 
 

@@ -7,7 +7,10 @@ dbt's `session` connection method builds its session from the same settings
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.3.0"
 # Logs an ERROR on every CREATE OR REPLACE of a Delta table (Hive cannot hold Delta's schema),
@@ -36,7 +39,7 @@ def spark_conf(warehouse: str | None = None) -> dict[str, str]:
     return conf
 
 
-def get_spark(warehouse: str | None = None, master: str = "local[2]"):
+def get_spark(warehouse: str | None = None, master: str = "local[2]") -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("dbt-ivm").enableHiveSupport()

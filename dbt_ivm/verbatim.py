@@ -16,6 +16,9 @@ same tree, so a typed expression whose Spark text means something else is refuse
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.dialects.spark import Spark
@@ -23,13 +26,31 @@ from sqlglot.errors import UnsupportedError
 
 from dbt_ivm.errors import UnsupportedView
 
+if TYPE_CHECKING:
+    # The classes behind Spark.Parser and Spark.Generator: sqlglot 30 makes those class
+    # attributes aliases, which mypy cannot use as types or base classes.
+    from sqlglot.generators.spark import SparkGenerator
+    from sqlglot.parsers.spark import SparkParser
+else:
+    SparkParser, SparkGenerator = Spark.Parser, Spark.Generator
+
 # Typed because the analysis recognises them (`analyze.SUPPORTED_AGGREGATES`).
 TYPED_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 # Calls with syntax of their own inside the parentheses; everything else is a plain call.
 SYNTAX_FUNCTIONS = ("CAST", "TRY_CAST", "EXTRACT", "TRIM", "POSITION", "SUBSTRING", "SUBSTR", "OVERLAY")
 # Parsers of optimizer hints (/*+ BROADCAST(t) */), not functions.
-HINT_PARSERS = ("BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLEMERGE", "MERGEJOIN",
-                "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL", "AND", "OR")
+HINT_PARSERS = (
+    "BROADCAST",
+    "BROADCASTJOIN",
+    "MAPJOIN",
+    "MERGE",
+    "SHUFFLEMERGE",
+    "MERGEJOIN",
+    "SHUFFLE_HASH",
+    "SHUFFLE_REPLICATE_NL",
+    "AND",
+    "OR",
+)
 
 
 # Spark's grammar gives these a unit keyword as first argument: TIMESTAMPADD(DAY, 1, ts).
@@ -38,10 +59,11 @@ UNIT_FUNCTIONS = ("TIMESTAMPADD", "DATEADD", "DATE_ADD", "TIMESTAMPDIFF", "DATED
 GRAMMAR_FUNCTIONS = frozenset({"timestampadd", "timestampdiff", "try_cast"})
 
 
-def _unit_call(name: str):  # noqa: ANN202 - a sqlglot function parser
-    """The call with its first argument, when a bare word, kept as the unit keyword it is."""
+def _unit_call(name: str) -> Callable[[SparkParser], exp.Expr]:
+    """A function parser: the call with its first argument, when a bare word, kept as the unit
+    keyword it is."""
 
-    def parse(self: Spark.Parser) -> exp.Expression:
+    def parse(self: SparkParser) -> exp.Expr:
         args = self._parse_csv(self._parse_lambda)
         if len(args) == 3 and isinstance(args[0], exp.Column) and not args[0].table:
             args[0] = exp.var(args[0].name)
@@ -50,7 +72,7 @@ def _unit_call(name: str):  # noqa: ANN202 - a sqlglot function parser
     return parse
 
 
-def _position(self: Spark.Generator, expression: exp.StrPosition) -> str:
+def _position(self: SparkGenerator, expression: exp.StrPosition) -> str:
     """POSITION(sub IN s) as written: Spark's generator would write LOCATE(sub, s)."""
     if expression.args.get("position") is not None:
         return self.function_fallback_sql(expression)
@@ -60,15 +82,20 @@ def _position(self: Spark.Generator, expression: exp.StrPosition) -> str:
 class Verbatim(Spark):
     """Spark SQL with every function call kept as the model wrote it."""
 
-    class Parser(Spark.Parser):
-        FUNCTIONS = {k: v for k, v in Spark.Parser.FUNCTIONS.items() if k in TYPED_FUNCTIONS}
-        FUNCTION_PARSERS = {
+    class Parser(SparkParser):
+        FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {
+            k: v for k, v in Spark.Parser.FUNCTIONS.items() if k in TYPED_FUNCTIONS
+        }
+        FUNCTION_PARSERS: ClassVar[dict[str, Callable[..., Any]]] = {
             **{k: v for k, v in Spark.Parser.FUNCTION_PARSERS.items() if k in SYNTAX_FUNCTIONS + HINT_PARSERS},
             **{name: _unit_call(name) for name in UNIT_FUNCTIONS},
         }
 
-    class Generator(Spark.Generator):
-        TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.StrPosition: _position}
+    class Generator(SparkGenerator):
+        TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
+            **Spark.Generator.TRANSFORMS,
+            exp.StrPosition: _position,
+        }
 
 
 DIALECT = Verbatim
@@ -79,35 +106,39 @@ class Call(*exp.Anonymous.__bases__):  # type: ignore[misc]  # the bases of a pl
     possibly set-returning and would merge no subquery that has one. Generators are refused
     before (`analyze.check_constructs`), so a call here is scalar."""
 
-    arg_types = {"this": True, "expressions": False}
-    is_var_len_args = True
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+    is_var_len_args: ClassVar[bool] = True
 
 
-def as_calls(tree: exp.Expression) -> exp.Expression:
+def as_calls(tree: exp.Expr) -> exp.Expr:
     return tree.transform(
-        lambda n: Call(this=n.this, expressions=n.expressions) if isinstance(n, exp.Anonymous) else n, copy=False)
+        lambda n: Call(this=n.this, expressions=n.expressions) if isinstance(n, exp.Anonymous) else n, copy=False
+    )
 
 
-def as_anonymous(tree: exp.Expression) -> exp.Expression:
+def as_anonymous(tree: exp.Expr) -> exp.Expr:
     return tree.transform(
-        lambda n: exp.Anonymous(this=n.this, expressions=n.expressions) if isinstance(n, Call) else n, copy=False)
+        lambda n: exp.Anonymous(this=n.this, expressions=n.expressions) if isinstance(n, Call) else n, copy=False
+    )
 
 
-def to_sql(expression: exp.Expression) -> str:
+def to_sql(expression: exp.Expr) -> str:
     """Spark SQL of `expression`; what sqlglot cannot write in Spark raises instead of a warning."""
     try:
         return expression.sql(dialect=DIALECT, unsupported_level=ErrorLevel.RAISE)
     except UnsupportedError as e:
-        raise UnsupportedView(f"an expression fast_mv cannot write back unchanged ({str(e).splitlines()[0]})",
-                              "rewrite the expression, or use materialized='table'") from e
+        raise UnsupportedView(
+            f"an expression fast_mv cannot write back unchanged ({str(e).splitlines()[0]})",
+            "rewrite the expression, or use materialized='table'",
+        ) from e
 
 
-def _canonical(tree: exp.Expression) -> exp.Expression:
+def _canonical(tree: exp.Expr) -> exp.Expr:
     """`tree` with the spellings Spark reads alike made one: a typed literal (DATE '…', parsed as
     a CAST) and the CAST that writes it (Spark's CAST parses as sqlglot's non-safe TryCast); the
     COALESCE that sqlglot writes for a USING join and the plain call it reads back."""
 
-    def one(node: exp.Expression) -> exp.Expression:
+    def one(node: exp.Expr) -> exp.Expr:
         if type(node) is exp.Cast:
             return exp.TryCast(this=node.this, to=node.to)
         if isinstance(node, exp.Coalesce):
@@ -117,11 +148,11 @@ def _canonical(tree: exp.Expression) -> exp.Expression:
     return tree.copy().transform(one)
 
 
-def _reads_back(node: exp.Expression, text: str) -> bool:
+def _reads_back(node: exp.Expr, text: str) -> bool:
     return _canonical(sqlglot.parse_one(text, read=DIALECT)) == _canonical(node)
 
 
-def check_round_trip(query: exp.Expression) -> None:
+def check_round_trip(query: exp.Expr) -> None:
     """The SQL written for `query` must read back as `query`: else refuse, naming the expression.
 
     Catches a typed expression whose Spark text is another expression (and so possibly another
@@ -133,6 +164,8 @@ def check_round_trip(query: exp.Expression) -> None:
         if isinstance(node, exp.Func):
             written = to_sql(node)
             if not _reads_back(exp.select(node.copy()), f"SELECT {written}"):
-                raise UnsupportedView(f"expression {written}, which fast_mv cannot write back unchanged",
-                                      "rewrite the expression, or use materialized='table'")
+                raise UnsupportedView(
+                    f"expression {written}, which fast_mv cannot write back unchanged",
+                    "rewrite the expression, or use materialized='table'",
+                )
     raise UnsupportedView("SQL that fast_mv cannot write back unchanged", "use materialized='table'")

@@ -152,7 +152,9 @@ UDF_FUNCTION = "CREATE OR REPLACE TEMPORARY FUNCTION ivm_twice(x DOUBLE) RETURNS
 UDF_MODEL = "select item_id, ivm_twice(price) as p from {items}"
 UDF_DECLARED = "{{{{ config(deterministic_functions=['ivm_twice']) }}}}\n" + UDF_MODEL
 # A declared key over distinct items: refreshes after appends take the append path.
-ITEM_KEYED = "{{{{ config(unique_key='item_id') }}}}\nselect item_id, name, price from {items} where price > 1 or price is null"
+ITEM_KEYED = (
+    "{{{{ config(unique_key='item_id') }}}}\nselect item_id, name, price from {items} where price > 1 or price is null"
+)
 KEYED_ITEMS_ROWS = "(1, 'apple', 1.5), (2, 'pear', 0.5), (3, NULL, 3.0)"
 BAD_UNIQUE_KEY = "{{{{ config(unique_key='item_key') }}}}\nselect item_id, name from {items}"
 
@@ -161,7 +163,7 @@ def model(template: str) -> str:
     """The model file: sources through dbt's source()."""
     names = ["orders", "customers", "regions", "items", "parquet_items", "plain_items"]
     return "{{ config(materialized='fast_mv') }}\n" + template.format(
-        **{n: "{{ source('%s', '%s') }}" % (SOURCE_NAME, n) for n in names}
+        **{n: f"{{{{ source('{SOURCE_NAME}', '{n}') }}}}" for n in names}
     )
 
 

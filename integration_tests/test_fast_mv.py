@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from typing import ClassVar
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
@@ -18,8 +19,8 @@ from integration_tests.fixtures import (
     CDF,
     FROM_NO_CDF,
     FROM_PARQUET,
-    ITEM_MV,
     ITEM_KEYED,
+    ITEM_MV,
     ITEM_MV_CHANGED,
     ITEMS_ROWS,
     ITEMS_TABLE,
@@ -54,8 +55,7 @@ REFRESHED = re.compile(r"^refreshed: \+\d+/-\d+ rows from ")
 # --- helpers ----------------------------------------------------------------------------
 
 
-def create_source(spark, schema: str, name: str, columns: str, rows: str | None = None,
-                  using: str = CDF) -> None:
+def create_source(spark, schema: str, name: str, columns: str, rows: str | None = None, using: str = CDF) -> None:
     spark.sql(f"CREATE TABLE {schema}.{name} ({columns}) {using}")
     if rows:
         spark.sql(f"INSERT INTO {schema}.{name} VALUES {rows}")
@@ -117,8 +117,7 @@ class TestFastMvLifecycle:
             create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
 
     def check_all(self, spark, schema: str) -> dict[str, Counter]:
-        return {name: assert_view_matches_model(spark, schema, name, sql)
-                for name, (sql, _) in SHOP_MODELS.items()}
+        return {name: assert_view_matches_model(spark, schema, name, sql) for name, (sql, _) in SHOP_MODELS.items()}
 
     def test_build_refresh_no_changes_full_refresh(self, project, spark):
         schema = project.test_schema
@@ -323,7 +322,7 @@ class TestFastMvDeclaredFunction:
 
 
 class TestFastMvRefusals:
-    REFUSED = {
+    REFUSED: ClassVar[dict[str, str]] = {
         "from_parquet": FROM_PARQUET,
         "from_no_cdf": FROM_NO_CDF,
         "reserved_prefix": RESERVED_PREFIX,
@@ -343,8 +342,13 @@ class TestFastMvRefusals:
         schema = project.test_schema
         create_source(spark, schema, "items", ITEMS_TABLE, ITEMS_ROWS)
         create_source(spark, schema, "parquet_items", PLAIN_ITEMS_TABLE, using="USING PARQUET")
-        create_source(spark, schema, "plain_items", PLAIN_ITEMS_TABLE,
-                      using="USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = false)")
+        create_source(
+            spark,
+            schema,
+            "plain_items",
+            PLAIN_ITEMS_TABLE,
+            using="USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = false)",
+        )
         spark.sql(UDF_FUNCTION)
 
     @staticmethod
@@ -368,8 +372,9 @@ class TestFastMvRefusals:
 
         line = self.cause_line(msgs["from_no_cdf"], "plain_items")
         assert "no change data feed" in line, line
-        assert (f"ALTER TABLE `{schema}`.`plain_items` SET TBLPROPERTIES "
-                "(delta.enableChangeDataFeed = true)") in line, line
+        assert (
+            f"ALTER TABLE `{schema}`.`plain_items` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        ) in line, line
 
         line = self.cause_line(msgs["reserved_prefix"], "__ivm_name")
         assert "reserved prefix __ivm_" in line and "rename it" in line, line

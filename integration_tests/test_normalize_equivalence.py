@@ -34,8 +34,14 @@ VALUES = {
     "string": ["a", "b", "abc", "paid", "gold", "north"],
     "double": [0.5, 1.0, 2.25],
     "date": [date(2024, 1, 1), date(2024, 6, 30)],
-    "decimal": [Decimal("0.00"), Decimal("5.50"), Decimal("10.00"), Decimal("99.99"), Decimal("150.00"),
-                Decimal("500.25")],
+    "decimal": [
+        Decimal("0.00"),
+        Decimal("5.50"),
+        Decimal("10.00"),
+        Decimal("99.99"),
+        Decimal("150.00"),
+        Decimal("500.25"),
+    ],
 }
 # (seed, rows per table, chance of NULL, tables left empty). Duplicate rows in every table.
 DATASETS = [
@@ -115,12 +121,15 @@ def _fill(spark, seed: int, n: int, null_chance: float, empty: frozenset[str], c
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quote(key.split('.')[0])}")
             props = ""
             if any(re.search(r"[^A-Za-z0-9_]", c) for c in columns):  # spaces in names need column mapping
-                props = (" TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
-                         "'delta.enableChangeDataFeed' = 'false')")  # Delta forbids overwriting it with CDF on
+                props = (
+                    " TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+                    "'delta.enableChangeDataFeed' = 'false')"
+                )  # Delta forbids overwriting it with CDF on
             names = ", ".join(map(_quote, columns))
-            statements.append(f"CREATE OR REPLACE TABLE {table} USING delta{props} AS SELECT * FROM VALUES "
-                              f"{_values(columns, rows or [(None,) * len(columns)])} AS v({names})"
-                              + ("" if rows else " WHERE false"))
+            statements.append(
+                f"CREATE OR REPLACE TABLE {table} USING delta{props} AS SELECT * FROM VALUES "
+                f"{_values(columns, rows or [(None,) * len(columns)])} AS v({names})" + ("" if rows else " WHERE false")
+            )
         elif rows:
             statements.append(f"INSERT OVERWRITE {table} VALUES {_values(columns, rows)}")
         else:
@@ -151,12 +160,12 @@ def _rows_job(spark, chunk: dict):
     def run() -> dict:
         try:
             return dict(_batch(spark, chunk))
-        except Exception:  # noqa: BLE001 - find the query that fails; the others still count
+        except Exception:  # find the query that fails; the others still count
             out: dict = {}
             for key, sql in chunk.items():
                 try:
                     out.update(_batch(spark, {key: sql}))
-                except Exception as e:  # noqa: BLE001 - reported as this case's problem
+                except Exception as e:  # reported as this case's problem
                     out[key] = e
             return out
 
@@ -167,7 +176,7 @@ def _signature_job(spark, key, sql: str):
     def run() -> dict:
         try:
             return {key: [(f.name, f.dataType.simpleString()) for f in spark.sql(sql).schema]}
-        except Exception as e:  # noqa: BLE001 - reported as this case's problem
+        except Exception as e:  # reported as this case's problem
             return {key: e}
 
     return run
@@ -175,7 +184,7 @@ def _signature_job(spark, key, sql: str):
 
 def _chunks(queries: dict) -> list[dict]:
     items = list(queries.items())
-    return [dict(items[i:i + CHUNK]) for i in range(0, len(items), CHUNK)]
+    return [dict(items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
 
 
 def _merge(parts: list[dict]) -> dict:
@@ -212,12 +221,12 @@ def outcomes(spark):
             for case in ACCEPTED:
                 want, got = results[("model", case.id)], results[("normalized", case.id)]
                 if isinstance(want, Exception) or isinstance(got, Exception):
-                    problems[case.id].append(f"data set {seed}: "
-                                             f"{_error(want if isinstance(want, Exception) else got)}")
+                    problems[case.id].append(f"data set {seed}: {_error(want if isinstance(want, Exception) else got)}")
                     continue
                 if want != got:
-                    problems[case.id].append(f"data set {seed}: rows missing {dict(want - got)}, "
-                                             f"rows extra {dict(got - want)}")
+                    problems[case.id].append(
+                        f"data set {seed}: rows missing {dict(want - got)}, rows extra {dict(got - want)}"
+                    )
                 rows[case.id] += sum(want.values())
         yield {c.id: (problems[c.id], rows[c.id]) for c in ACCEPTED}
     finally:
@@ -234,7 +243,9 @@ def _drop_databases(spark) -> None:
 @pytest.mark.parametrize("case", ACCEPTED, ids=lambda c: c.id)
 def test_normalized_sql_returns_the_same_multiset(outcomes, case):
     problems, rows = outcomes[case.id]
-    assert not problems, f"{case.sql}\n  normalized: {analyze(case.sql, SCHEMAS[case.schema]).normalized_sql}\n  " + \
-        "\n  ".join(problems)
+    assert not problems, (
+        f"{case.sql}\n  normalized: {analyze(case.sql, SCHEMAS[case.schema]).normalized_sql}\n  "
+        + "\n  ".join(problems)
+    )
     if case.id not in NEVER_ROWS:
         assert rows > 0, "no data set gave this view a row: the comparison proves nothing"

@@ -17,9 +17,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from dbt_ivm.ir import TableName  # noqa: E402
-from dbt_ivm.maintain import Maintainer, consistency_sql  # noqa: E402
-from dbt_ivm.session import SparkDatabase, get_spark  # noqa: E402
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Maintainer, consistency_sql
+from dbt_ivm.session import SparkDatabase, get_spark
 
 DB = "ivm_bench"
 VIEW_SQL = f"""
@@ -53,12 +53,16 @@ def setup(spark: Any, n: int) -> None:
     cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
     spark.sql(f"create table {DB}.customers (customer_id bigint, name string) {cdf}")
     spark.sql(f"create table {DB}.products (product_id bigint, category string) {cdf}")
-    spark.sql(f"create table {DB}.fact (order_id bigint, customer_id bigint, product_id bigint, "
-              f"amount double, status string) {cdf}")
+    spark.sql(
+        f"create table {DB}.fact (order_id bigint, customer_id bigint, product_id bigint, "
+        f"amount double, status string) {cdf}"
+    )
     spark.sql(f"insert into {DB}.customers select id, concat('c', id) from range(10000)")
     spark.sql(f"insert into {DB}.products select id, concat('cat', id % 20) from range(1000)")
-    spark.sql(f"insert into {DB}.fact select id, (id * 7) % 10000, (id * 13) % 1000, (id % 997) * 1.5, "
-              f"if(id % 3 = 0, 'open', 'shipped') from range({n})")
+    spark.sql(
+        f"insert into {DB}.fact select id, (id * 7) % 10000, (id * 13) % 1000, (id % 997) * 1.5, "
+        f"if(id % 3 = 0, 'open', 'shipped') from range({n})"
+    )
 
 
 def change_fact(spark: Any, n: int, fraction: float, seed: int, inserts_only: bool = False) -> int:
@@ -67,8 +71,10 @@ def change_fact(spark: Any, n: int, fraction: float, seed: int, inserts_only: bo
     spark.sql(f"insert into {DB}.fact select {base} + id, id % 10000, id % 1000, 1.0, 'new' from range({k})")
     if not inserts_only:
         step = n // k
-        spark.sql(f"update {DB}.fact set amount = amount + 1, status = 'upd' "
-                  f"where order_id < {n} and order_id % {step} = {seed % step}")
+        spark.sql(
+            f"update {DB}.fact set amount = amount + 1, status = 'upd' "
+            f"where order_id < {n} and order_id % {step} = {seed % step}"
+        )
         spark.sql(f"delete from {DB}.fact where order_id < {n} and order_id % {step} = {(seed + 1) % step}")
     return k
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, consistency_sql, read_watermark, backing_table
+from dbt_ivm.maintain import Maintainer, backing_table, consistency_sql, read_watermark
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -68,11 +68,13 @@ class Report:
     multi_source_rounds: int = 0
 
     def summary(self) -> str:
-        return (f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
-                f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
-                f"{self.builds} builds), "
-                f"{self.multi_source_rounds} rounds changed several sources, "
-                f"{len(self.mismatches)} mismatches")
+        return (
+            f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
+            f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
+            f"{self.builds} builds), "
+            f"{self.multi_source_rounds} rounds changed several sources, "
+            f"{len(self.mismatches)} mismatches"
+        )
 
 
 def literal(value: Any) -> str:
@@ -112,8 +114,10 @@ class Harness:
         self.sql(f"CREATE DATABASE `{self.database}`")
         for t in self.family.tables:
             cols = ", ".join(f"`{c}` {k}" for c, k in t.columns)
-            self.sql(f"CREATE TABLE {self.qualified(t.name)} ({cols}) USING DELTA "
-                     "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+            self.sql(
+                f"CREATE TABLE {self.qualified(t.name)} ({cols}) USING DELTA "
+                "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+            )
             rows = [self.random_row(t) for _ in range(self.rng.choice([0, 3, 5, 8]))]
             if rows:
                 self.insert(t, rows)
@@ -143,8 +147,10 @@ class Harness:
     def mutate(self, t: Table) -> None:
         """1-3 random statements on one table: each its own Delta commit."""
         for _ in range(self.rng.randint(1, 3)):
-            op = self.rng.choices(["insert", "dup", "update", "delete", "noop_update", "wipe"],
-                                  weights=[12, 0, 3, 2, 1, 0.3] if t.key else [5, 2, 4, 3, 1, 0.3])[0]
+            op = self.rng.choices(
+                ["insert", "dup", "update", "delete", "noop_update", "wipe"],
+                weights=[12, 0, 3, 2, 1, 0.3] if t.key else [5, 2, 4, 3, 1, 0.3],
+            )[0]
             target = self.qualified(t.name)
             if op == "insert":
                 self.insert(t, [self.random_row(t) for _ in range(self.rng.randint(1, 4))])
@@ -152,8 +158,9 @@ class Harness:
                 self.sql(f"INSERT INTO {target} SELECT * FROM {target} WHERE {self.predicate(t)}")
             elif op == "update":
                 col, kind = self.rng.choice([c for c in t.columns if c[0] != t.key])
-                self.sql(f"UPDATE {target} SET `{col}` = {literal(self.rng.choice(domain(kind)))} "
-                         f"WHERE {self.predicate(t)}")
+                self.sql(
+                    f"UPDATE {target} SET `{col}` = {literal(self.rng.choice(domain(kind)))} WHERE {self.predicate(t)}"
+                )
             elif op == "noop_update":  # pre and post images equal
                 col, _ = self.rng.choice(t.columns)
                 self.sql(f"UPDATE {target} SET `{col}` = `{col}` WHERE {self.predicate(t)}")
@@ -183,12 +190,17 @@ class Harness:
             self.report.view_checks += 1
             if diff:
                 self.report.mismatches.append(
-                    Mismatch(number, v.name, [t.name for t in changed], diff, list(self.last_statements)))
+                    Mismatch(number, v.name, [t.name for t in changed], diff, list(self.last_statements))
+                )
         self.report.rounds += 1
 
     def materialize(self, v: View) -> None:
-        m = Maintainer(self.db, TableName(self.database, v.name), v.sql.format(db=f"`{self.database}`"),
-                       unique_key=v.unique_key or None)
+        m = Maintainer(
+            self.db,
+            TableName(self.database, v.name),
+            v.sql.format(db=f"`{self.database}`"),
+            unique_key=v.unique_key or None,
+        )
         outcome = m.materialize()
         self.report.appends += outcome.path == "append"
         self.last_statements = list(m.statements)
@@ -241,38 +253,59 @@ def watermark_versions(db: Any, database: str, view: str) -> dict[str, int]:
 # -- the families under test ---------------------------------------------------------------
 
 T = Table("t", (("k", "int"), ("v", "string"), ("x", "double")))
-SINGLE = Family("single", (T,), (
-    View("s_filter", "SELECT k, v, x * 2 AS x2 FROM {db}.t WHERE v IS NOT NULL OR k > 1"),
-    View("s_computed", "SELECT k, coalesce(v, 'none') AS v2, x + k AS s, upper(v) AS u FROM {db}.t WHERE x > 0.7"),
-    View("s_star", "SELECT * FROM {db}.t"),
-    View("s_project", "SELECT k FROM {db}.t WHERE k IS NULL OR v = 'a'"),
-))
+SINGLE = Family(
+    "single",
+    (T,),
+    (
+        View("s_filter", "SELECT k, v, x * 2 AS x2 FROM {db}.t WHERE v IS NOT NULL OR k > 1"),
+        View("s_computed", "SELECT k, coalesce(v, 'none') AS v2, x + k AS s, upper(v) AS u FROM {db}.t WHERE x > 0.7"),
+        View("s_star", "SELECT * FROM {db}.t"),
+        View("s_project", "SELECT k FROM {db}.t WHERE k IS NULL OR v = 'a'"),
+    ),
+)
 
 A = Table("a", (("k", "int"), ("j", "int"), ("v", "string"), ("x", "double")))
 B = Table("b", (("k", "int"), ("j", "int"), ("w", "string"), ("y", "double")))
 C = Table("c", (("j", "int"), ("z", "string")))
 D = Table("d", (("j", "int"), ("k", "int"), ("u", "string")))
 E = Table("e", (("k", "int"), ("t", "string")))
-JOINS = Family("joins", (A, B, C, D, E), (
-    View("j_two", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),
-    View("j_three", "SELECT a.v, b.w, c.z FROM {db}.a a JOIN {db}.b b ON a.k = b.k JOIN {db}.c c ON b.j = c.j"),
-    View("j_five", "SELECT a.v, b.w, c.z, d.u, e.t FROM {db}.a a JOIN {db}.b b ON a.k = b.k "
-                   "JOIN {db}.c c ON b.j = c.j JOIN {db}.d d ON c.j = d.j JOIN {db}.e e ON d.k = e.k"),
-    View("j_self", "SELECT a1.k, a1.v AS v1, a2.v AS v2 FROM {db}.a a1 JOIN {db}.a a2 ON a1.k = a2.j"),
-    View("j_self3", "SELECT a1.v AS v1, a2.v AS v2, a3.x FROM {db}.a a1 JOIN {db}.a a2 ON a1.j = a2.k "
-                    "JOIN {db}.a a3 ON a2.j = a3.k"),
-    View("j_nonequi", "SELECT a.k, b.k AS bk, a.x, b.y FROM {db}.a JOIN {db}.b ON a.x < b.y"),
-    View("j_comma", "SELECT a.k, b.w, a.x + b.y AS s FROM {db}.a, {db}.b WHERE a.k = b.k AND b.w IS NOT NULL"),
-    View("j_nullsafe", "SELECT a.v, b.w FROM {db}.a JOIN {db}.b ON a.k <=> b.k AND a.j <=> b.j"),
-    View("j_cross", "SELECT a.v, e.t FROM {db}.a CROSS JOIN {db}.e WHERE a.k = 1"),
-))
+JOINS = Family(
+    "joins",
+    (A, B, C, D, E),
+    (
+        View("j_two", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),
+        View("j_three", "SELECT a.v, b.w, c.z FROM {db}.a a JOIN {db}.b b ON a.k = b.k JOIN {db}.c c ON b.j = c.j"),
+        View(
+            "j_five",
+            "SELECT a.v, b.w, c.z, d.u, e.t FROM {db}.a a JOIN {db}.b b ON a.k = b.k "
+            "JOIN {db}.c c ON b.j = c.j JOIN {db}.d d ON c.j = d.j JOIN {db}.e e ON d.k = e.k",
+        ),
+        View("j_self", "SELECT a1.k, a1.v AS v1, a2.v AS v2 FROM {db}.a a1 JOIN {db}.a a2 ON a1.k = a2.j"),
+        View(
+            "j_self3",
+            "SELECT a1.v AS v1, a2.v AS v2, a3.x FROM {db}.a a1 JOIN {db}.a a2 ON a1.j = a2.k "
+            "JOIN {db}.a a3 ON a2.j = a3.k",
+        ),
+        View("j_nonequi", "SELECT a.k, b.k AS bk, a.x, b.y FROM {db}.a JOIN {db}.b ON a.x < b.y"),
+        View("j_comma", "SELECT a.k, b.w, a.x + b.y AS s FROM {db}.a, {db}.b WHERE a.k = b.k AND b.w IS NOT NULL"),
+        View("j_nullsafe", "SELECT a.v, b.w FROM {db}.a JOIN {db}.b ON a.k <=> b.k AND a.j <=> b.j"),
+        View("j_cross", "SELECT a.v, e.t FROM {db}.a CROSS JOIN {db}.e WHERE a.k = 1"),
+    ),
+)
 
 # Keyed sources (fresh ids, mostly appends) under views that declare a unique key.
 F = Table("f", (("id", "int"), ("k", "int"), ("v", "string")), key="id")
 G = Table("g", (("gid", "int"), ("k", "int"), ("w", "string")), key="gid")
-KEYED = Family("keyed", (F, G), (
-    View("k_single", "SELECT id, k, upper(v) AS u FROM {db}.f WHERE v IS NOT NULL OR k > 1", ("id",)),
-    View("k_join", "SELECT f.id, g.gid, f.v, g.w FROM {db}.f f JOIN {db}.g g ON f.k = g.k", ("id", "gid")),
-    View("k_self", "SELECT f1.id AS id1, f2.id AS id2, f2.v FROM {db}.f f1 JOIN {db}.f f2 ON f1.k = f2.k",
-         ("id1", "id2")),
-))
+KEYED = Family(
+    "keyed",
+    (F, G),
+    (
+        View("k_single", "SELECT id, k, upper(v) AS u FROM {db}.f WHERE v IS NOT NULL OR k > 1", ("id",)),
+        View("k_join", "SELECT f.id, g.gid, f.v, g.w FROM {db}.f f JOIN {db}.g g ON f.k = g.k", ("id", "gid")),
+        View(
+            "k_self",
+            "SELECT f1.id AS id1, f2.id AS id2, f2.v FROM {db}.f f1 JOIN {db}.f f2 ON f1.k = f2.k",
+            ("id1", "id2"),
+        ),
+    ),
+)

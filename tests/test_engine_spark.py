@@ -133,8 +133,10 @@ def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false
     assert not any("AS one" in s for s in m.statements)  # no probe of the stored rows
     assert_consistent(spark, spark_db)
     version = last_commit(spark)["version"]
-    for rows in ["(6002, 1, 2.0), (6002, 2, 3.0)",  # one new key twice
-                 "(6003, 1, 2.0), (6003, 1, 2.0)"]:  # one new row twice: two copies of a key
+    for rows in [
+        "(6002, 1, 2.0), (6002, 2, 3.0)",  # one new key twice
+        "(6003, 1, 2.0), (6003, 1, 2.0)",
+    ]:  # one new row twice: two copies of a key
         spark.sql(f"insert into {DB}.o values {rows}")
         with pytest.raises(StateError, match=r"unique_key \(id\) is not unique"):
             mv(spark_db, unique_key="id").materialize()
@@ -188,7 +190,7 @@ def test_append_path_fails_loudly_when_the_appended_rows_are_gone(spark, spark_d
     spark.sql(f"insert into {DB}.o values (8000, 1, 2.0)")
     path = spark.sql(f"select input_file_name() from {DB}.o where id = 8000").collect()[0][0]
     os.remove(urlparse(path).path)
-    with pytest.raises(StateError, match="no longer readable.*--full-refresh"):
+    with pytest.raises(StateError, match=r"no longer readable.*--full-refresh"):
         mv(spark_db, unique_key="id").materialize()
     assert last_commit(spark)["version"] == version
 
@@ -202,6 +204,7 @@ def test_appended_change_rows_are_broadcast_to_a_large_other_source(spark, spark
     old = {**pinned, f"{DB}.c": pinned[f"{DB}.c"] - 1}
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # every source counts as large
     try:
+
         def physical(broadcast):
             insert = render.append_statement(plan, m.backing, old, pinned, ("id",), "x", broadcast=broadcast)
             return spark.sql("EXPLAIN " + render.sql(insert.expression)).collect()[0][0]
@@ -231,7 +234,7 @@ def test_lost_change_history_fails_loudly(spark, spark_db, sources):
     spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = false)")
     spark.sql(f"delete from {DB}.o where id < 5")
     spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = true)")
-    with pytest.raises(StateError, match="no longer readable.*--full-refresh"):
+    with pytest.raises(StateError, match=r"no longer readable.*--full-refresh"):
         mv(spark_db).materialize()
     assert mv(spark_db).materialize(full_refresh=True).action == "built"
     assert_consistent(spark, spark_db)
@@ -243,8 +246,9 @@ def test_recreated_source_fails_loudly(spark, spark_db, sources):
     mv(spark_db).materialize()
     time.sleep(1.1)  # the catalog's creation time has second resolution
     spark.sql(f"drop table {DB}.c")
-    spark.sql(f"create table {DB}.c (cid int, name string) using delta "
-              "tblproperties (delta.enableChangeDataFeed = true)")
+    spark.sql(
+        f"create table {DB}.c (cid int, name string) using delta tblproperties (delta.enableChangeDataFeed = true)"
+    )
     for i in range(3):
         spark.sql(f"insert into {DB}.c values ({i}, 'x')")
     with pytest.raises(StateError, match="dropped and created again"):
@@ -257,13 +261,16 @@ def test_bad_sources_and_models_write_nothing(spark, spark_db, sources):
     spark.sql(f"alter table {DB}.nocdf set tblproperties (delta.enableChangeDataFeed = false)")
     cases = [
         (f"select id from {DB}.p", SourceError, "not Delta"),
-        (f"select id from {DB}.nocdf", SourceError,
-         f"ALTER TABLE `{DB}`.`nocdf` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"),
+        (
+            f"select id from {DB}.nocdf",
+            SourceError,
+            f"ALTER TABLE `{DB}`.`nocdf` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)",
+        ),
         (f"select id as __ivm_x from {DB}.o", UnsupportedView, "reserved prefix"),
         (f"select id, rank() over (order by id) r from {DB}.o", UnsupportedView, "window function"),
     ]
     for sql, error, text in cases:
-        with pytest.raises(error, match=".*") as info:
+        with pytest.raises(error, match=r".*") as info:
             mv(spark_db, "bad", sql).materialize()
         assert text in str(info.value)
         assert "\n" not in str(info.value)
@@ -293,8 +300,12 @@ def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark
     def altered(*args, **kwargs):
         plan = real(*args, **kwargs)
         query = plan.query.transform(
-            lambda n: exp.Anonymous(this="LN", expressions=n.expressions)
-            if isinstance(n, exp.Anonymous) and n.name.lower() == "log10" else n)
+            lambda n: (
+                exp.Anonymous(this="LN", expressions=n.expressions)
+                if isinstance(n, exp.Anonymous) and n.name.lower() == "log10"
+                else n
+            )
+        )
         return dataclasses.replace(plan, query=query)
 
     mv(spark_db, "l", sql).materialize()
@@ -313,8 +324,10 @@ def test_an_unqualified_source_in_another_current_database_keeps_the_recreation_
     try:
         mv(spark_db, "u", sql).materialize()
         spark.sql(f"drop table {DB}.o")
-        spark.sql(f"create table {DB}.o (id int, cust int, amt double) using delta "
-                  "tblproperties (delta.enableChangeDataFeed = true)")
+        spark.sql(
+            f"create table {DB}.o (id int, cust int, amt double) using delta "
+            "tblproperties (delta.enableChangeDataFeed = true)"
+        )
         for _ in range(3):  # back at (or past) the version the view consumed
             spark.sql(f"insert into {DB}.o values (1, 1, 1.0)")
         with pytest.raises(StateError, match="dropped and created again"):

@@ -35,9 +35,11 @@ def sources(spark):
 def mv(db, sql: str = JOIN, unique_key=None, hook: Callable[[], None] | None = None) -> Maintainer:
     m = Maintainer(db, TableName(DB, "v"), sql, unique_key=unique_key)
     if hook is not None:
+
         def once() -> None:
             m.before_commit = lambda: None
             hook()
+
         m.before_commit = once
     return m
 
@@ -142,11 +144,11 @@ def concurrent_rounds(spark, spark_db, rounds: int, seed: int = 7) -> dict[str, 
 
     rng = random.Random(seed)
     outcomes = {"refreshed": 0, "no changes": 0, "built": 0, "lost the race": 0}
+    errors: list[BaseException] = []  # the runs' unexpected errors: every round asserts there are none
     mv(spark_db).materialize()
     for n in range(rounds):
         spark.sql(f"update {DB}.o set amt = amt + 1 where id % 13 = {rng.randrange(13)}")
         spark.sql(f"insert into {DB}.o values ({1000 + n}, {rng.randrange(20)}, {rng.random():.3f})")
-        errors: list[BaseException] = []
 
         def run(full: bool) -> None:
             try:
@@ -154,15 +156,17 @@ def concurrent_rounds(spark, spark_db, rounds: int, seed: int = 7) -> dict[str, 
             except StateError as e:
                 assert "committed first" in str(e), e
                 outcomes["lost the race"] += 1
-            except BaseException as e:  # noqa: BLE001 - reported below
+            except BaseException as e:  # reported below
                 errors.append(e)
 
         def writer() -> None:
             spark.sql(f"delete from {DB}.o where id % 17 = {rng.randrange(17)} and id > 100")
 
-        threads = [threading.Thread(target=run, args=(False,)),
-                   threading.Thread(target=run, args=(n % 3 == 2,)),
-                   threading.Thread(target=writer)]
+        threads = [
+            threading.Thread(target=run, args=(False,)),
+            threading.Thread(target=run, args=(n % 3 == 2,)),
+            threading.Thread(target=writer),
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -208,7 +212,9 @@ def test_a_unique_key_that_the_data_breaks_across_refreshes_is_loud_and_repaired
 
 def test_a_session_in_another_time_zone_rebuilds(spark, spark_db, sources):
     sql = f"select t.id, cast(t.ts as date) as d, date_format(t.ts, 'HH') as h from {DB}.t t"
-    spark.sql(f"create table {DB}.t (id int, ts timestamp) using delta tblproperties (delta.enableChangeDataFeed = true)")
+    spark.sql(
+        f"create table {DB}.t (id int, ts timestamp) using delta tblproperties (delta.enableChangeDataFeed = true)"
+    )
     zone = spark.conf.get("spark.sql.session.timeZone")
     try:
         spark.conf.set("spark.sql.session.timeZone", "UTC")

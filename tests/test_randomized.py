@@ -28,7 +28,8 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
     print(f"\n{report.summary()} in {elapsed:.0f} s (seed {seed})")
     harness.drop()
     assert not report.mismatches, "\n".join(
-        f"round {m.round} view {m.view} changed {m.changed}: {m.diff[:5]}" for m in report.mismatches[:5])
+        f"round {m.round} view {m.view} changed {m.changed}: {m.diff[:5]}" for m in report.mismatches[:5]
+    )
     assert report.refreshes > 0
     if family is KEYED:
         assert report.appends > 0, "no refresh took the append path"
@@ -44,8 +45,14 @@ def test_randomized_sample(spark, spark_db, family, request):
 @pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED], ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
-    _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 20261122,
-         request.config.getoption("--minutes") or 24 * 60)
+    _run(
+        spark,
+        spark_db,
+        family,
+        rounds,
+        request.config.getoption("--seed") or 20261122,
+        request.config.getoption("--minutes") or 24 * 60,
+    )
 
 
 # -- the harness must catch a broken refresh ---------------------------------------------

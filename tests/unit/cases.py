@@ -30,8 +30,14 @@ AGG_JOIN = ViewClass.AGGREGATE_JOIN
 SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
     # the example project's shop, widened to six tables for the n-way joins
     "shop": {
-        "eq_shop.orders": {"id": "int", "customer_id": "int", "amount": "decimal(10,2)",
-                           "status": "string", "region_id": "int", "created": "date"},
+        "eq_shop.orders": {
+            "id": "int",
+            "customer_id": "int",
+            "amount": "decimal(10,2)",
+            "status": "string",
+            "region_id": "int",
+            "created": "date",
+        },
         "eq_shop.customers": {"id": "int", "name": "string", "region_id": "int", "tier": "string"},
         "eq_shop.regions": {"id": "int", "name": "string"},
         "eq_shop.items": {"order_id": "int", "sku": "string", "qty": "int", "price": "double"},
@@ -54,8 +60,7 @@ SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
         "eq_pg.t": {"j": "int", "z": "int"},
     },
     # Nica, "Immediate Materialized Views with Outerjoins" (seed 004): R, S, T, W, R1, R2
-    "nica": {f"eq_nica.{t}": {"k": "int", "a": "int", "b": "string"}
-             for t in ("r", "s", "t", "w", "r1", "r2")},
+    "nica": {f"eq_nica.{t}": {"k": "int", "a": "int", "b": "string"} for t in ("r", "s", "t", "w", "r1", "r2")},
     # identifiers that need quotes: reserved words, spaces, mixed case
     "odd": {
         "eq_odd.select": {"from": "int", "Order Id": "int", "Group": "string", "MixedCase": "int"},
@@ -101,299 +106,977 @@ RID3 = "rid_0 rid_1 rid_2 count"
 
 ACCEPTED: list[Accepted] = [
     # --- single source: stars, columns, aliases ----------------------------------------
-    ok("star", "select * from eq_shop.orders", SINGLE, "orders", "orders:P", RID1,
-       columns=("id", "customer_id", "amount", "status", "region_id", "created")),
+    ok(
+        "star",
+        "select * from eq_shop.orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        columns=("id", "customer_id", "amount", "status", "region_id", "created"),
+    ),
     ok("table_star", "select o.* from eq_shop.orders o", SINGLE, "o", "o:P", RID1),
-    ok("star_and_expression", "select *, amount * 2 as double_amount from eq_shop.orders",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("unqualified_columns", "select id, amount from eq_shop.orders where status = 'paid'",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("aliases",
-       "select o.id as order_id, o.amount * 2 as double_amount, upper(o.status) as status_code "
-       "from eq_shop.orders as o", SINGLE, "o", "o:P", RID1,
-       columns=("order_id", "double_amount", "status_code")),
-    ok("example_large_orders",
-       "select id as order_id, customer_id, amount, amount * 1.2 as amount_with_tax, "
-       "upper(status) as status_code from eq_shop.orders where amount >= 100 or status is null",
-       SINGLE, "orders", "orders:P", RID1),
+    ok(
+        "star_and_expression",
+        "select *, amount * 2 as double_amount from eq_shop.orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "unqualified_columns",
+        "select id, amount from eq_shop.orders where status = 'paid'",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "aliases",
+        "select o.id as order_id, o.amount * 2 as double_amount, upper(o.status) as status_code "
+        "from eq_shop.orders as o",
+        SINGLE,
+        "o",
+        "o:P",
+        RID1,
+        columns=("order_id", "double_amount", "status_code"),
+    ),
+    ok(
+        "example_large_orders",
+        "select id as order_id, customer_id, amount, amount * 1.2 as amount_with_tax, "
+        "upper(status) as status_code from eq_shop.orders where amount >= 100 or status is null",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
     ok("no_columns_used", "select 1 as one from eq_shop.orders", SINGLE, "orders", "orders:P", RID1),
-    ok("case_expression",
-       "select id, case when amount > 100 then 'big' when amount is null then 'none' else 'small' end "
-       "as size from eq_shop.orders", SINGLE, "orders", "orders:P", RID1),
-    ok("in_list_and_between",
-       "select id from eq_shop.orders where status in ('paid', 'sent') and amount between 10 and 500",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("like_any", "select id from eq_shop.orders where status like any ('p%', 's%') and status not like 'x%'",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("mixed_case_names", "select ID, Amount as TotalAmount, STATUS from EQ_SHOP.Orders",
-       SINGLE, "orders", "orders:P", RID1, columns=("ID", "TotalAmount", "STATUS")),
+    ok(
+        "case_expression",
+        "select id, case when amount > 100 then 'big' when amount is null then 'none' else 'small' end "
+        "as size from eq_shop.orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "in_list_and_between",
+        "select id from eq_shop.orders where status in ('paid', 'sent') and amount between 10 and 500",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "like_any",
+        "select id from eq_shop.orders where status like any ('p%', 's%') and status not like 'x%'",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "mixed_case_names",
+        "select ID, Amount as TotalAmount, STATUS from EQ_SHOP.Orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        columns=("ID", "TotalAmount", "STATUS"),
+    ),
     ok("parenthesized_query", "(select id, status from eq_shop.orders)", SINGLE, "orders", "orders:P", RID1),
-    ok("hint", "select /*+ BROADCAST(c) */ o.id, c.name from eq_shop.orders o "
-       "join eq_shop.customers c on o.customer_id = c.id", INNER, "inner(o, c)", "o:P c:P", RID2),
+    ok(
+        "hint",
+        "select /*+ BROADCAST(c) */ o.id, c.name from eq_shop.orders o "
+        "join eq_shop.customers c on o.customer_id = c.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
     # --- constant folding ---------------------------------------------------------------
-    ok("fold_arithmetic", "select id, 1 + 2 as three, 'a' || 'b' as ab from eq_shop.orders "
-       "where 1 = 1 and id > 3 - 2", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("1 + 2 AS `three`", "'a' || 'b' AS `ab`", "WHERE `orders`.`id` > 1")),
-    ok("fold_false", "select id from eq_shop.orders where 1 = 0", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("WHERE FALSE",)),
-    ok("fold_or_true", "select id from eq_shop.orders where status = 'x' or 2 > 1",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("fold_not", "select id from eq_shop.orders where not (1 = 1) or status = 'paid'",
-       SINGLE, "orders", "orders:P", RID1, normalized_has=("WHERE `orders`.`status` = 'paid'",)),
-    ok("fold_case_true", "select case when 1 = 1 then id else 0 end as v from eq_shop.orders",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("fold_decimal_output", "select id, 1.5 + 1 as d, 2 * 3.0 as e, amount * 1 as a from eq_shop.orders "
-       "where amount > 1.5 + 1", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("1.5 + 1 AS `d`", "WHERE `orders`.`amount` > 1.5 + 1")),
-    ok("fold_case_output", "select case when 1 = 1 then id else 1.5 end as v from eq_shop.orders "
-       "where case when 1 = 1 then id else 1.5 end > 1", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("CASE WHEN 1 = 1 THEN", "WHERE `orders`.`id` > 1")),
-    ok("fold_int_overflow", "select id, 2147483647 + 1 as wrapped from eq_shop.orders "
-       "where id > 2147483647 + 1", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("WHERE `orders`.`id` > 2147483647 + 1",)),
-    ok("fold_date", "select id, date '2024-01-01' + interval 1 day as d from eq_shop.orders "
-       "where created >= date '2024-01-01' + interval 1 day", SINGLE, "orders", "orders:P", RID1),
-    ok("fold_null_semantics", "select id, status = status as same, (status = 'x' and not status = 'x') as never "
-       "from eq_shop.orders where id = id", SINGLE, "orders", "orders:P", RID1),
-    ok("lambda", "select id, transform(array(id, customer_id), x -> x + 1) as arr from eq_shop.orders",
-       SINGLE, "orders", "orders:P", RID1),
+    ok(
+        "fold_arithmetic",
+        "select id, 1 + 2 as three, 'a' || 'b' as ab from eq_shop.orders where 1 = 1 and id > 3 - 2",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("1 + 2 AS `three`", "'a' || 'b' AS `ab`", "WHERE `orders`.`id` > 1"),
+    ),
+    ok(
+        "fold_false",
+        "select id from eq_shop.orders where 1 = 0",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("WHERE FALSE",),
+    ),
+    ok("fold_or_true", "select id from eq_shop.orders where status = 'x' or 2 > 1", SINGLE, "orders", "orders:P", RID1),
+    ok(
+        "fold_not",
+        "select id from eq_shop.orders where not (1 = 1) or status = 'paid'",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("WHERE `orders`.`status` = 'paid'",),
+    ),
+    ok(
+        "fold_case_true",
+        "select case when 1 = 1 then id else 0 end as v from eq_shop.orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "fold_decimal_output",
+        "select id, 1.5 + 1 as d, 2 * 3.0 as e, amount * 1 as a from eq_shop.orders where amount > 1.5 + 1",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("1.5 + 1 AS `d`", "WHERE `orders`.`amount` > 1.5 + 1"),
+    ),
+    ok(
+        "fold_case_output",
+        "select case when 1 = 1 then id else 1.5 end as v from eq_shop.orders "
+        "where case when 1 = 1 then id else 1.5 end > 1",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("CASE WHEN 1 = 1 THEN", "WHERE `orders`.`id` > 1"),
+    ),
+    ok(
+        "fold_int_overflow",
+        "select id, 2147483647 + 1 as wrapped from eq_shop.orders where id > 2147483647 + 1",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("WHERE `orders`.`id` > 2147483647 + 1",),
+    ),
+    ok(
+        "fold_date",
+        "select id, date '2024-01-01' + interval 1 day as d from eq_shop.orders "
+        "where created >= date '2024-01-01' + interval 1 day",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "fold_null_semantics",
+        "select id, status = status as same, (status = 'x' and not status = 'x') as never "
+        "from eq_shop.orders where id = id",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "lambda",
+        "select id, transform(array(id, customer_id), x -> x + 1) as arr from eq_shop.orders",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
     # --- CTEs and FROM subqueries that are select-project-join: merged ----------------------
-    ok("cte", "with paid as (select id, amount from eq_shop.orders where status = 'paid') "
-       "select id, amount from paid where amount > 10", SINGLE, "orders", "orders:P", RID1,
-       normalized_has=("FROM `eq_shop`.`orders` AS `orders` WHERE",)),
-    ok("cte_chain", "with a as (select id, customer_id, amount from eq_shop.orders), "
-       "b as (select id, amount from a where customer_id is not null) select * from b where amount > 1",
-       SINGLE, "orders", "orders:P", RID1),
-    ok("subquery", "select t.id, t.amt from (select id, amount as amt from eq_shop.orders "
-       "where amount > 0) t where t.id > 1", SINGLE, "orders", "orders:P", RID1,
-       columns=("id", "amt")),
-    ok("subquery_nested", "select * from (select * from (select id, amount from eq_shop.orders "
-       "where amount > 0) a where id > 1) b", SINGLE, "orders", "orders:P", RID1),
-    ok("subquery_star_keeps_spelling", "select * from (select Amount as Amt, STATUS from eq_shop.orders) x",
-       SINGLE, "orders", "orders:P", RID1, columns=("Amt", "STATUS")),
-    ok("cte_join", "with a as (select id, customer_id from eq_shop.orders), "
-       "b as (select a.id, c.name from a join eq_shop.customers c on a.customer_id = c.id) select * from b",
-       INNER, "inner(orders, c)", "orders:P c:P", RID2),
-    ok("subquery_joined", "select x.id, y.name from eq_shop.orders x join (select id, name from "
-       "eq_shop.customers where tier = 'gold') y on x.customer_id = y.id",
-       INNER, "inner(x, customers)", "x:P customers:P", RID2),
-    ok("subquery_constant_inner_side", "select o.id, k.kind from eq_shop.orders o join "
-       "(select id, 'vip' as kind from eq_shop.customers) k on o.customer_id = k.id",
-       INNER, "inner(o, customers)", "o:P customers:P", RID2),
-    ok("cte_self_join", "with x as (select id, customer_id from eq_shop.orders where amount > 0) "
-       "select a.id, b.id as other_id from x a join x b on a.customer_id = b.customer_id",
-       INNER, "inner(orders, orders_2)", "orders:P orders_2:P", RID2),
-    ok("subquery_left_join_strict", "select o.id, x.uname from eq_shop.orders o left join "
-       "(select id, upper(name) as uname from eq_shop.customers) x on o.customer_id = x.id",
-       OUTER, "left(o, customers)", "o:P customers:N", RID2),
-    ok("subquery_preserved_constant", "select o.id, o.k, x.name from (select id, customer_id, 'k' as k "
-       "from eq_shop.orders where amount > 0) o left join eq_shop.customers x on o.customer_id = x.id",
-       OUTER, "left(orders, x)", "orders:P x:N", RID2),
+    ok(
+        "cte",
+        "with paid as (select id, amount from eq_shop.orders where status = 'paid') "
+        "select id, amount from paid where amount > 10",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        normalized_has=("FROM `eq_shop`.`orders` AS `orders` WHERE",),
+    ),
+    ok(
+        "cte_chain",
+        "with a as (select id, customer_id, amount from eq_shop.orders), "
+        "b as (select id, amount from a where customer_id is not null) select * from b where amount > 1",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "subquery",
+        "select t.id, t.amt from (select id, amount as amt from eq_shop.orders where amount > 0) t where t.id > 1",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        columns=("id", "amt"),
+    ),
+    ok(
+        "subquery_nested",
+        "select * from (select * from (select id, amount from eq_shop.orders where amount > 0) a where id > 1) b",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+    ),
+    ok(
+        "subquery_star_keeps_spelling",
+        "select * from (select Amount as Amt, STATUS from eq_shop.orders) x",
+        SINGLE,
+        "orders",
+        "orders:P",
+        RID1,
+        columns=("Amt", "STATUS"),
+    ),
+    ok(
+        "cte_join",
+        "with a as (select id, customer_id from eq_shop.orders), "
+        "b as (select a.id, c.name from a join eq_shop.customers c on a.customer_id = c.id) select * from b",
+        INNER,
+        "inner(orders, c)",
+        "orders:P c:P",
+        RID2,
+    ),
+    ok(
+        "subquery_joined",
+        "select x.id, y.name from eq_shop.orders x join (select id, name from "
+        "eq_shop.customers where tier = 'gold') y on x.customer_id = y.id",
+        INNER,
+        "inner(x, customers)",
+        "x:P customers:P",
+        RID2,
+    ),
+    ok(
+        "subquery_constant_inner_side",
+        "select o.id, k.kind from eq_shop.orders o join "
+        "(select id, 'vip' as kind from eq_shop.customers) k on o.customer_id = k.id",
+        INNER,
+        "inner(o, customers)",
+        "o:P customers:P",
+        RID2,
+    ),
+    ok(
+        "cte_self_join",
+        "with x as (select id, customer_id from eq_shop.orders where amount > 0) "
+        "select a.id, b.id as other_id from x a join x b on a.customer_id = b.customer_id",
+        INNER,
+        "inner(orders, orders_2)",
+        "orders:P orders_2:P",
+        RID2,
+    ),
+    ok(
+        "subquery_left_join_strict",
+        "select o.id, x.uname from eq_shop.orders o left join "
+        "(select id, upper(name) as uname from eq_shop.customers) x on o.customer_id = x.id",
+        OUTER,
+        "left(o, customers)",
+        "o:P customers:N",
+        RID2,
+    ),
+    ok(
+        "subquery_preserved_constant",
+        "select o.id, o.k, x.name from (select id, customer_id, 'k' as k "
+        "from eq_shop.orders where amount > 0) o left join eq_shop.customers x on o.customer_id = x.id",
+        OUTER,
+        "left(orders, x)",
+        "orders:P x:N",
+        RID2,
+    ),
     # --- DISTINCT and aggregates ----------------------------------------------------------
     ok("distinct", "select distinct status from eq_shop.orders", AGG, "orders", "orders:P", "count"),
     ok("distinct_star", "select distinct * from eq_shop.regions", AGG, "regions", "regions:P", "count"),
-    ok("distinct_join", "select distinct c.name from eq_shop.orders o join eq_shop.customers c "
-       "on o.customer_id = c.id", AGG_JOIN, "inner(o, c)", "o:P c:P", "count"),
-    ok("aggregates_all", "select status, count(*) as n, count(customer_id) as nc, sum(amount) as total, "
-       "avg(amount) as mean, min(created) as first_day, max(amount) as top from eq_shop.orders group by status",
-       AGG, "orders", "orders:P", "count nn_2 nn_3 sum_3 nn_4 nn_5"),
-    ok("count_one", "select status, count(1) as n from eq_shop.orders group by status",
-       AGG, "orders", "orders:P", "count"),
-    ok("global_aggregate", "select count(*) as n, sum(amount) as total from eq_shop.orders",
-       AGG, "orders", "orders:P", "count nn_1"),
-    ok("global_aggregate_maybe_empty", "select count(*) as n, max(name) as top from eq_shop.regions",
-       AGG, "regions", "regions:P", "count nn_1"),
-    ok("global_aggregate_where", "select max(amount) as top, min(amount) as bottom from eq_shop.orders "
-       "where status = 'paid'", AGG, "orders", "orders:P", "count nn_0 nn_1"),
-    ok("having", "select status, count(*) as n from eq_shop.orders group by status having count(*) > 1",
-       AGG, "orders", "orders:P", "count"),
-    ok("having_hidden_aggregate", "select status, count(*) as n from eq_shop.orders group by status "
-       "having sum(amount) > 100", AGG, "orders", "orders:P", "count agg_1 nn_1"),
-    ok("having_alias", "select status, count(*) as n from eq_shop.orders group by status having n > 1",
-       AGG, "orders", "orders:P", "count"),
-    ok("aggregate_expression", "select status, sum(amount) / count(amount) as ratio, count(*) + 1 as n1 "
-       "from eq_shop.orders group by status", AGG, "orders", "orders:P", "count agg_0 nn_0 agg_1 agg_2"),
-    ok("group_by_expression", "select upper(status) as s, count(*) as n from eq_shop.orders "
-       "group by upper(status)", AGG, "orders", "orders:P", "count"),
-    ok("group_by_ordinal", "select status, region_id, count(*) as n from eq_shop.orders group by 1, 2",
-       AGG, "orders", "orders:P", "count"),
-    ok("group_by_alias", "select status as st, sum(amount) as total from eq_shop.orders group by st",
-       AGG, "orders", "orders:P", "count nn_0"),
-    ok("group_key_expression_output", "select status, upper(status) as up, count(*) as n "
-       "from eq_shop.orders group by status", AGG, "orders", "orders:P", "count"),
-    ok("aggregate_join", "select c.name, count(*) as n, sum(o.amount) as total from eq_shop.orders o "
-       "join eq_shop.customers c on o.customer_id = c.id group by c.name",
-       AGG_JOIN, "inner(o, c)", "o:P c:P", "count nn_1"),
-    ok("aggregate_left_join", "select c.name, count(o.id) as orders from eq_shop.customers c "
-       "left join eq_shop.orders o on o.customer_id = c.id group by c.name",
-       AGG_JOIN, "left(c, o)", "c:P o:N", "count"),
-    ok("aggregate_cte", "with paid as (select customer_id, amount from eq_shop.orders where status = 'paid') "
-       "select customer_id, sum(amount) as total from paid group by customer_id",
-       AGG, "orders", "orders:P", "count nn_0"),
-    ok("oracle_max", "select gby as mv_gby, count(*) as mv_cnt_star, max(dat) as mv_max_dat "
-       "from eq_ora.test_master group by gby", AGG, "test_master", "test_master:P", "count nn_1",
-       schema="oracle"),
-    ok("oracle_max_where", "select gby as mv_gby, count(*) as mv_cnt_star, max(dat) as mv_max_dat "
-       "from eq_ora.test_master where whe = 0 group by gby", AGG, "test_master", "test_master:P",
-       "count nn_1", schema="oracle"),
-    ok("oracle_sum", "select gby, count(*) as cnt, sum(dat) as sum_dat, count(dat) as cnt_dat "
-       "from eq_ora.test_master group by gby", AGG, "test_master", "test_master:P", "count nn_1",
-       schema="oracle"),
-    ok("oracle_single_table", "select * from eq_ora.test_master", SINGLE, "test_master", "test_master:P",
-       RID1, schema="oracle"),
+    ok(
+        "distinct_join",
+        "select distinct c.name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id",
+        AGG_JOIN,
+        "inner(o, c)",
+        "o:P c:P",
+        "count",
+    ),
+    ok(
+        "aggregates_all",
+        "select status, count(*) as n, count(customer_id) as nc, sum(amount) as total, "
+        "avg(amount) as mean, min(created) as first_day, max(amount) as top from eq_shop.orders group by status",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_2 nn_3 sum_3 nn_4 nn_5",
+    ),
+    ok(
+        "count_one",
+        "select status, count(1) as n from eq_shop.orders group by status",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "global_aggregate",
+        "select count(*) as n, sum(amount) as total from eq_shop.orders",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_1",
+    ),
+    ok(
+        "global_aggregate_maybe_empty",
+        "select count(*) as n, max(name) as top from eq_shop.regions",
+        AGG,
+        "regions",
+        "regions:P",
+        "count nn_1",
+    ),
+    ok(
+        "global_aggregate_where",
+        "select max(amount) as top, min(amount) as bottom from eq_shop.orders where status = 'paid'",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_0 nn_1",
+    ),
+    ok(
+        "having",
+        "select status, count(*) as n from eq_shop.orders group by status having count(*) > 1",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "having_hidden_aggregate",
+        "select status, count(*) as n from eq_shop.orders group by status having sum(amount) > 100",
+        AGG,
+        "orders",
+        "orders:P",
+        "count agg_1 nn_1",
+    ),
+    ok(
+        "having_alias",
+        "select status, count(*) as n from eq_shop.orders group by status having n > 1",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "aggregate_expression",
+        "select status, sum(amount) / count(amount) as ratio, count(*) + 1 as n1 from eq_shop.orders group by status",
+        AGG,
+        "orders",
+        "orders:P",
+        "count agg_0 nn_0 agg_1 agg_2",
+    ),
+    ok(
+        "group_by_expression",
+        "select upper(status) as s, count(*) as n from eq_shop.orders group by upper(status)",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "group_by_ordinal",
+        "select status, region_id, count(*) as n from eq_shop.orders group by 1, 2",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "group_by_alias",
+        "select status as st, sum(amount) as total from eq_shop.orders group by st",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_0",
+    ),
+    ok(
+        "group_key_expression_output",
+        "select status, upper(status) as up, count(*) as n from eq_shop.orders group by status",
+        AGG,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "aggregate_join",
+        "select c.name, count(*) as n, sum(o.amount) as total from eq_shop.orders o "
+        "join eq_shop.customers c on o.customer_id = c.id group by c.name",
+        AGG_JOIN,
+        "inner(o, c)",
+        "o:P c:P",
+        "count nn_1",
+    ),
+    ok(
+        "aggregate_left_join",
+        "select c.name, count(o.id) as orders from eq_shop.customers c "
+        "left join eq_shop.orders o on o.customer_id = c.id group by c.name",
+        AGG_JOIN,
+        "left(c, o)",
+        "c:P o:N",
+        "count",
+    ),
+    ok(
+        "aggregate_cte",
+        "with paid as (select customer_id, amount from eq_shop.orders where status = 'paid') "
+        "select customer_id, sum(amount) as total from paid group by customer_id",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_0",
+    ),
+    ok(
+        "oracle_max",
+        "select gby as mv_gby, count(*) as mv_cnt_star, max(dat) as mv_max_dat from eq_ora.test_master group by gby",
+        AGG,
+        "test_master",
+        "test_master:P",
+        "count nn_1",
+        schema="oracle",
+    ),
+    ok(
+        "oracle_max_where",
+        "select gby as mv_gby, count(*) as mv_cnt_star, max(dat) as mv_max_dat "
+        "from eq_ora.test_master where whe = 0 group by gby",
+        AGG,
+        "test_master",
+        "test_master:P",
+        "count nn_1",
+        schema="oracle",
+    ),
+    ok(
+        "oracle_sum",
+        "select gby, count(*) as cnt, sum(dat) as sum_dat, count(dat) as cnt_dat from eq_ora.test_master group by gby",
+        AGG,
+        "test_master",
+        "test_master:P",
+        "count nn_1",
+        schema="oracle",
+    ),
+    ok(
+        "oracle_single_table",
+        "select * from eq_ora.test_master",
+        SINGLE,
+        "test_master",
+        "test_master:P",
+        RID1,
+        schema="oracle",
+    ),
     # --- inner joins -----------------------------------------------------------------------
-    ok("example_order_details", "select o.id as order_id, o.amount, o.status, c.id as customer_id, "
-       "c.name as customer_name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id",
-       INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("comma_join", "select o.id, c.name from eq_shop.orders o, eq_shop.customers c "
-       "where o.customer_id = c.id", INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("unqualified_join_columns", "select amount, name, tier from eq_shop.orders o "
-       "join eq_shop.customers c on customer_id = c.id", INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("star_join_using", "select * from eq_shop.regions r join eq_shop.categories k using (id)",
-       INNER, "inner(r, k)", "r:P k:P", RID2, columns=("id", "name", "label")),
-    ok("join_using", "select o.id, c.name from eq_shop.orders o join eq_shop.customers c using (region_id)",
-       INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("cross_join", "select o.id, r.name as region from eq_shop.orders o cross join eq_shop.regions r",
-       INNER, "inner(o, r)", "o:P r:P", RID2),
-    ok("non_equi_join", "select o.id, r.name from eq_shop.orders o join eq_shop.regions r "
-       "on o.region_id between r.id and r.id + 1", INNER, "inner(o, r)", "o:P r:P", RID2),
-    ok("non_equi_join_lt", "select o.id, c.name from eq_shop.orders o join eq_shop.customers c "
-       "on o.customer_id < c.id and o.region_id <> c.region_id", INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("example_regional_orders_3way", "select o.id as order_id, o.amount, c.name as customer_name, "
-       "r.name as region_name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id "
-       "join eq_shop.regions r on c.region_id = r.id", INNER, "inner(o, c, r)", "o:P c:P r:P", RID3),
-    ok("join_4way", "select o.id, c.name, r.name as region, i.sku from eq_shop.orders o "
-       "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
-       "join eq_shop.items i on i.order_id = o.id", INNER, "inner(o, c, r, i)", "o:P c:P r:P i:P",
-       "rid_0 rid_1 rid_2 rid_3 count"),
-    ok("join_5way", "select o.id, c.name, r.name as region, i.qty, p.title from eq_shop.orders o "
-       "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
-       "join eq_shop.items i on i.order_id = o.id join eq_shop.products p on p.sku = i.sku",
-       INNER, "inner(o, c, r, i, p)", "o:P c:P r:P i:P p:P", "rid_0 rid_1 rid_2 rid_3 rid_4 count"),
-    ok("join_6way", "select o.id, c.name, r.name as region, i.qty, p.title, k.label from eq_shop.orders o "
-       "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
-       "join eq_shop.items i on i.order_id = o.id join eq_shop.products p on p.sku = i.sku "
-       "join eq_shop.categories k on k.id = p.category_id", INNER, "inner(o, c, r, i, p, k)",
-       "o:P c:P r:P i:P p:P k:P", "rid_0 rid_1 rid_2 rid_3 rid_4 rid_5 count"),
-    ok("comma_join_6way", "select o.id, k.label from eq_shop.orders o, eq_shop.customers c, "
-       "eq_shop.regions r, eq_shop.items i, eq_shop.products p, eq_shop.categories k "
-       "where o.customer_id = c.id and c.region_id = r.id and i.order_id = o.id and p.sku = i.sku "
-       "and k.id = p.category_id", INNER, "inner(o, c, r, i, p, k)", "o:P c:P r:P i:P p:P k:P",
-       "rid_0 rid_1 rid_2 rid_3 rid_4 rid_5 count"),
-    ok("self_join_2", "select a.id, b.id as other_id from eq_shop.orders a join eq_shop.orders b "
-       "on a.customer_id = b.customer_id and a.id < b.id", INNER, "inner(a, b)", "a:P b:P", RID2),
-    ok("self_join_3", "select a.id, b.id as b_id, c.id as c_id from eq_shop.orders a "
-       "join eq_shop.orders b on a.customer_id = b.customer_id join eq_shop.orders c "
-       "on b.region_id = c.region_id", INNER, "inner(a, b, c)", "a:P b:P c:P", RID3),
-    ok("self_join_unaliased", "select orders.id, o2.id as id2 from eq_shop.orders join eq_shop.orders o2 "
-       "on orders.id = o2.customer_id", INNER, "inner(orders, o2)", "orders:P o2:P", RID2),
-    ok("pg_ivm_rst", "SELECT x,y,z FROM eq_pg.R,eq_pg.S,eq_pg.T WHERE R.i=S.i AND S.j=T.j",
-       INNER, "inner(r, s, t)", "r:P s:P t:P", RID3, schema="pg"),
-    ok("pg_ivm_rst_aggregate", "select s.j, count(*) as n, sum(r.x) as sx, avg(t.z) as az "
-       "from eq_pg.r join eq_pg.s on r.i = s.i join eq_pg.t on s.j = t.j group by s.j",
-       AGG_JOIN, "inner(r, s, t)", "r:P s:P t:P", "count nn_1 nn_2 sum_2", schema="pg"),
-    ok("oracle_join_only", "select test_t1.*, test_t2.*, test_t3.* from eq_ora.test_t1, eq_ora.test_t2, "
-       "eq_ora.test_t3 where test_t1.j1_2 = test_t2.j2_1 and test_t2.j2_3 = test_t3.j3_2",
-       INNER, "inner(test_t1, test_t2, test_t3)", "test_t1:P test_t2:P test_t3:P", RID3, schema="oracle"),
+    ok(
+        "example_order_details",
+        "select o.id as order_id, o.amount, o.status, c.id as customer_id, "
+        "c.name as customer_name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "comma_join",
+        "select o.id, c.name from eq_shop.orders o, eq_shop.customers c where o.customer_id = c.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "unqualified_join_columns",
+        "select amount, name, tier from eq_shop.orders o join eq_shop.customers c on customer_id = c.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "star_join_using",
+        "select * from eq_shop.regions r join eq_shop.categories k using (id)",
+        INNER,
+        "inner(r, k)",
+        "r:P k:P",
+        RID2,
+        columns=("id", "name", "label"),
+    ),
+    ok(
+        "join_using",
+        "select o.id, c.name from eq_shop.orders o join eq_shop.customers c using (region_id)",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "cross_join",
+        "select o.id, r.name as region from eq_shop.orders o cross join eq_shop.regions r",
+        INNER,
+        "inner(o, r)",
+        "o:P r:P",
+        RID2,
+    ),
+    ok(
+        "non_equi_join",
+        "select o.id, r.name from eq_shop.orders o join eq_shop.regions r on o.region_id between r.id and r.id + 1",
+        INNER,
+        "inner(o, r)",
+        "o:P r:P",
+        RID2,
+    ),
+    ok(
+        "non_equi_join_lt",
+        "select o.id, c.name from eq_shop.orders o join eq_shop.customers c "
+        "on o.customer_id < c.id and o.region_id <> c.region_id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "example_regional_orders_3way",
+        "select o.id as order_id, o.amount, c.name as customer_name, "
+        "r.name as region_name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id "
+        "join eq_shop.regions r on c.region_id = r.id",
+        INNER,
+        "inner(o, c, r)",
+        "o:P c:P r:P",
+        RID3,
+    ),
+    ok(
+        "join_4way",
+        "select o.id, c.name, r.name as region, i.sku from eq_shop.orders o "
+        "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
+        "join eq_shop.items i on i.order_id = o.id",
+        INNER,
+        "inner(o, c, r, i)",
+        "o:P c:P r:P i:P",
+        "rid_0 rid_1 rid_2 rid_3 count",
+    ),
+    ok(
+        "join_5way",
+        "select o.id, c.name, r.name as region, i.qty, p.title from eq_shop.orders o "
+        "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
+        "join eq_shop.items i on i.order_id = o.id join eq_shop.products p on p.sku = i.sku",
+        INNER,
+        "inner(o, c, r, i, p)",
+        "o:P c:P r:P i:P p:P",
+        "rid_0 rid_1 rid_2 rid_3 rid_4 count",
+    ),
+    ok(
+        "join_6way",
+        "select o.id, c.name, r.name as region, i.qty, p.title, k.label from eq_shop.orders o "
+        "join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id "
+        "join eq_shop.items i on i.order_id = o.id join eq_shop.products p on p.sku = i.sku "
+        "join eq_shop.categories k on k.id = p.category_id",
+        INNER,
+        "inner(o, c, r, i, p, k)",
+        "o:P c:P r:P i:P p:P k:P",
+        "rid_0 rid_1 rid_2 rid_3 rid_4 rid_5 count",
+    ),
+    ok(
+        "comma_join_6way",
+        "select o.id, k.label from eq_shop.orders o, eq_shop.customers c, "
+        "eq_shop.regions r, eq_shop.items i, eq_shop.products p, eq_shop.categories k "
+        "where o.customer_id = c.id and c.region_id = r.id and i.order_id = o.id and p.sku = i.sku "
+        "and k.id = p.category_id",
+        INNER,
+        "inner(o, c, r, i, p, k)",
+        "o:P c:P r:P i:P p:P k:P",
+        "rid_0 rid_1 rid_2 rid_3 rid_4 rid_5 count",
+    ),
+    ok(
+        "self_join_2",
+        "select a.id, b.id as other_id from eq_shop.orders a join eq_shop.orders b "
+        "on a.customer_id = b.customer_id and a.id < b.id",
+        INNER,
+        "inner(a, b)",
+        "a:P b:P",
+        RID2,
+    ),
+    ok(
+        "self_join_3",
+        "select a.id, b.id as b_id, c.id as c_id from eq_shop.orders a "
+        "join eq_shop.orders b on a.customer_id = b.customer_id join eq_shop.orders c "
+        "on b.region_id = c.region_id",
+        INNER,
+        "inner(a, b, c)",
+        "a:P b:P c:P",
+        RID3,
+    ),
+    ok(
+        "self_join_unaliased",
+        "select orders.id, o2.id as id2 from eq_shop.orders join eq_shop.orders o2 on orders.id = o2.customer_id",
+        INNER,
+        "inner(orders, o2)",
+        "orders:P o2:P",
+        RID2,
+    ),
+    ok(
+        "pg_ivm_rst",
+        "SELECT x,y,z FROM eq_pg.R,eq_pg.S,eq_pg.T WHERE R.i=S.i AND S.j=T.j",
+        INNER,
+        "inner(r, s, t)",
+        "r:P s:P t:P",
+        RID3,
+        schema="pg",
+    ),
+    ok(
+        "pg_ivm_rst_aggregate",
+        "select s.j, count(*) as n, sum(r.x) as sx, avg(t.z) as az "
+        "from eq_pg.r join eq_pg.s on r.i = s.i join eq_pg.t on s.j = t.j group by s.j",
+        AGG_JOIN,
+        "inner(r, s, t)",
+        "r:P s:P t:P",
+        "count nn_1 nn_2 sum_2",
+        schema="pg",
+    ),
+    ok(
+        "oracle_join_only",
+        "select test_t1.*, test_t2.*, test_t3.* from eq_ora.test_t1, eq_ora.test_t2, "
+        "eq_ora.test_t3 where test_t1.j1_2 = test_t2.j2_1 and test_t2.j2_3 = test_t3.j3_2",
+        INNER,
+        "inner(test_t1, test_t2, test_t3)",
+        "test_t1:P test_t2:P test_t3:P",
+        RID3,
+        schema="oracle",
+    ),
     # --- outer joins -----------------------------------------------------------------------
-    ok("left_join", "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id", OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("left_outer_join_keyword", "select o.id, c.name from eq_shop.orders o left outer join "
-       "eq_shop.customers c on o.customer_id = c.id and c.tier = 'gold'", OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("right_join", "select o.id, c.name from eq_shop.orders o right join eq_shop.customers c "
-       "on o.customer_id = c.id", OUTER, "left(c, o)", "o:N c:P", RID2),
-    ok("full_join", "select o.id, c.name from eq_shop.orders o full outer join eq_shop.customers c "
-       "on o.customer_id = c.id", OUTER, "full(o, c)", "o:B c:B", RID2),
-    ok("left_left", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
-       "on c.region_id = r.id", OUTER, "left(left(o, c), r)", "o:P c:N r:N", RID3),
-    ok("left_then_inner_on_preserved", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "left join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on o.region_id = r.id",
-       OUTER, "inner(left(o, c), r)", "o:P c:N r:P", RID3),
-    ok("right_join_nested", "select o.id, c.name, r.name as region from eq_shop.customers c "
-       "left join eq_shop.regions r on c.region_id = r.id right join eq_shop.orders o "
-       "on o.customer_id = c.id", OUTER, "left(o, left(c, r))", "c:N r:N o:P", RID3),
-    ok("full_full", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "full join eq_shop.customers c on o.customer_id = c.id full join eq_shop.regions r "
-       "on c.region_id = r.id", OUTER, "full(full(o, c), r)", "o:B c:B r:B", RID3),
-    ok("comma_then_right_join", "select r.id as rid, o.id as oid, c.name from eq_shop.regions r, "
-       "eq_shop.orders o right join eq_shop.customers c on o.customer_id = c.id",  # Spark folds left to right
-       OUTER, "left(c, inner(r, o))", "r:N o:N c:P", RID3),
-    ok("star_left_join_using", "select * from eq_shop.regions r left join eq_shop.categories k using (id)",
-       OUTER, "left(r, k)", "r:P k:N", RID2, columns=("id", "name", "label")),
-    ok("left_join_where_preserved", "select o.id, c.name from eq_shop.orders o left join "
-       "eq_shop.customers c on o.customer_id = c.id where o.amount > 10", OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("left_join_using", "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c "
-       "using (region_id)", OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("full_join_using", "select region_id, o.id, c.name from eq_shop.orders o full join "
-       "eq_shop.customers c using (region_id)", OUTER, "full(o, c)", "o:B c:B", RID2),
-    ok("left_join_null_tolerant_own_on", "select o.id, c.name from eq_shop.orders o left join "
-       "eq_shop.customers c on o.customer_id = c.id or (o.customer_id is null and c.id is null)",
-       OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("left_join_is_not_distinct", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
-       "on c.region_id <=> r.id and c.id is not null", OUTER, "left(left(o, c), r)", "o:P c:N r:N", RID3),
-    ok("oracle_outer", "select test_outer.*, test_inner.pk as inner_pk, test_inner.jinner, "
-       "test_inner.x as inner_x from eq_ora.test_outer left join eq_ora.test_inner "
-       "on test_outer.jouter = test_inner.jinner", OUTER, "left(test_outer, test_inner)",
-       "test_outer:P test_inner:N", RID2, schema="oracle"),
+    ok(
+        "left_join",
+        "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "left_outer_join_keyword",
+        "select o.id, c.name from eq_shop.orders o left outer join "
+        "eq_shop.customers c on o.customer_id = c.id and c.tier = 'gold'",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "right_join",
+        "select o.id, c.name from eq_shop.orders o right join eq_shop.customers c on o.customer_id = c.id",
+        OUTER,
+        "left(c, o)",
+        "o:N c:P",
+        RID2,
+    ),
+    ok(
+        "full_join",
+        "select o.id, c.name from eq_shop.orders o full outer join eq_shop.customers c on o.customer_id = c.id",
+        OUTER,
+        "full(o, c)",
+        "o:B c:B",
+        RID2,
+    ),
+    ok(
+        "left_left",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
+        "on c.region_id = r.id",
+        OUTER,
+        "left(left(o, c), r)",
+        "o:P c:N r:N",
+        RID3,
+    ),
+    ok(
+        "left_then_inner_on_preserved",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "left join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on o.region_id = r.id",
+        OUTER,
+        "inner(left(o, c), r)",
+        "o:P c:N r:P",
+        RID3,
+    ),
+    ok(
+        "right_join_nested",
+        "select o.id, c.name, r.name as region from eq_shop.customers c "
+        "left join eq_shop.regions r on c.region_id = r.id right join eq_shop.orders o "
+        "on o.customer_id = c.id",
+        OUTER,
+        "left(o, left(c, r))",
+        "c:N r:N o:P",
+        RID3,
+    ),
+    ok(
+        "full_full",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "full join eq_shop.customers c on o.customer_id = c.id full join eq_shop.regions r "
+        "on c.region_id = r.id",
+        OUTER,
+        "full(full(o, c), r)",
+        "o:B c:B r:B",
+        RID3,
+    ),
+    ok(
+        "comma_then_right_join",
+        "select r.id as rid, o.id as oid, c.name from eq_shop.regions r, "
+        "eq_shop.orders o right join eq_shop.customers c on o.customer_id = c.id",  # Spark folds left to right
+        OUTER,
+        "left(c, inner(r, o))",
+        "r:N o:N c:P",
+        RID3,
+    ),
+    ok(
+        "star_left_join_using",
+        "select * from eq_shop.regions r left join eq_shop.categories k using (id)",
+        OUTER,
+        "left(r, k)",
+        "r:P k:N",
+        RID2,
+        columns=("id", "name", "label"),
+    ),
+    ok(
+        "left_join_where_preserved",
+        "select o.id, c.name from eq_shop.orders o left join "
+        "eq_shop.customers c on o.customer_id = c.id where o.amount > 10",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "left_join_using",
+        "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c using (region_id)",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "full_join_using",
+        "select region_id, o.id, c.name from eq_shop.orders o full join eq_shop.customers c using (region_id)",
+        OUTER,
+        "full(o, c)",
+        "o:B c:B",
+        RID2,
+    ),
+    ok(
+        "left_join_null_tolerant_own_on",
+        "select o.id, c.name from eq_shop.orders o left join "
+        "eq_shop.customers c on o.customer_id = c.id or (o.customer_id is null and c.id is null)",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "left_join_is_not_distinct",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
+        "on c.region_id <=> r.id and c.id is not null",
+        OUTER,
+        "left(left(o, c), r)",
+        "o:P c:N r:N",
+        RID3,
+    ),
+    ok(
+        "oracle_outer",
+        "select test_outer.*, test_inner.pk as inner_pk, test_inner.jinner, "
+        "test_inner.x as inner_x from eq_ora.test_outer left join eq_ora.test_inner "
+        "on test_outer.jouter = test_inner.jinner",
+        OUTER,
+        "left(test_outer, test_inner)",
+        "test_outer:P test_inner:N",
+        RID2,
+        schema="oracle",
+    ),
     # Nica's examples: V2..V6 (V1 and V7 join two compound operands: refused below)
-    ok("nica_v2", "select r.k as rk, t.k as tk, s.k as sk from eq_nica.r left join eq_nica.t on r.a = t.a "
-       "full join eq_nica.s on t.k = s.k", OUTER, "full(left(r, t), s)", "r:B t:B s:B", RID3, schema="nica"),
-    ok("nica_v3", "select r.k as rk, t.k as tk, s.k as sk from eq_nica.r full join eq_nica.t on r.a = t.a "
-       "full join eq_nica.s on t.k = s.k", OUTER, "full(full(r, t), s)", "r:B t:B s:B", RID3, schema="nica"),
-    ok("nica_v4", "select r1.k, s.b, t.a, r2.b as b2 from eq_nica.s join eq_nica.t on t.a = s.a "
-       "right join eq_nica.r1 on r1.k = s.k and r1.a = t.k join eq_nica.r2 on r1.k = r2.k",
-       OUTER, "inner(left(r1, inner(s, t)), r2)", "s:N t:N r1:P r2:P", "rid_0 rid_1 rid_2 rid_3 count",
-       schema="nica"),
-    ok("nica_v5", "select r.k as rk, s.k as sk, t.k as tk from eq_nica.s left join eq_nica.t on s.a = t.a "
-       "right join eq_nica.r on r.k = s.k", OUTER, "left(r, left(s, t))", "s:N t:N r:P", RID3, schema="nica"),
-    ok("nica_v6", "select r.k as rk, s.b as sb, t.b as tb from eq_nica.r left join eq_nica.s on r.k = s.k "
-       "left join eq_nica.t on r.a = t.a", OUTER, "left(left(r, s), t)", "r:P s:N t:N", RID3, schema="nica"),
+    ok(
+        "nica_v2",
+        "select r.k as rk, t.k as tk, s.k as sk from eq_nica.r left join eq_nica.t on r.a = t.a "
+        "full join eq_nica.s on t.k = s.k",
+        OUTER,
+        "full(left(r, t), s)",
+        "r:B t:B s:B",
+        RID3,
+        schema="nica",
+    ),
+    ok(
+        "nica_v3",
+        "select r.k as rk, t.k as tk, s.k as sk from eq_nica.r full join eq_nica.t on r.a = t.a "
+        "full join eq_nica.s on t.k = s.k",
+        OUTER,
+        "full(full(r, t), s)",
+        "r:B t:B s:B",
+        RID3,
+        schema="nica",
+    ),
+    ok(
+        "nica_v4",
+        "select r1.k, s.b, t.a, r2.b as b2 from eq_nica.s join eq_nica.t on t.a = s.a "
+        "right join eq_nica.r1 on r1.k = s.k and r1.a = t.k join eq_nica.r2 on r1.k = r2.k",
+        OUTER,
+        "inner(left(r1, inner(s, t)), r2)",
+        "s:N t:N r1:P r2:P",
+        "rid_0 rid_1 rid_2 rid_3 count",
+        schema="nica",
+    ),
+    ok(
+        "nica_v5",
+        "select r.k as rk, s.k as sk, t.k as tk from eq_nica.s left join eq_nica.t on s.a = t.a "
+        "right join eq_nica.r on r.k = s.k",
+        OUTER,
+        "left(r, left(s, t))",
+        "s:N t:N r:P",
+        RID3,
+        schema="nica",
+    ),
+    ok(
+        "nica_v6",
+        "select r.k as rk, s.b as sb, t.b as tb from eq_nica.r left join eq_nica.s on r.k = s.k "
+        "left join eq_nica.t on r.a = t.a",
+        OUTER,
+        "left(left(r, s), t)",
+        "r:P s:N t:N",
+        RID3,
+        schema="nica",
+    ),
     # Nica's step 3: outer joins that predicates above them turn into inner joins
-    ok("where_rejects_null_supplied", "select o.id, c.name from eq_shop.orders o left join "
-       "eq_shop.customers c on o.customer_id = c.id where c.tier = 'gold'", INNER, "inner(o, c)", "o:P c:P",
-       RID2, normalized_has=("JOIN `eq_shop`.`customers` AS `c`",)),
-    ok("where_is_not_null", "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id where c.id is not null", INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("inner_join_rejects_null_supplied", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "left join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id",
-       INNER, "inner(o, c, r)", "o:P c:P r:P", RID3),
-    ok("full_where_left", "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
-       "on o.customer_id = c.id where o.amount > 0", OUTER, "left(o, c)", "o:P c:N", RID2),
-    ok("full_where_right", "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
-       "on o.customer_id = c.id where c.name like 'a%'", OUTER, "left(c, o)", "o:N c:P", RID2),
-    ok("full_where_both", "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
-       "on o.customer_id = c.id where o.amount > 0 and c.tier = 'gold'", INNER, "inner(o, c)", "o:P c:P", RID2),
-    ok("left_left_where_ripples", "select o.id, c.name, r.name as region from eq_shop.orders o "
-       "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
-       "on c.region_id = r.id where r.name = 'north'", INNER, "inner(o, c, r)", "o:P c:P r:P", RID3),
-    ok("aggregate_full_join", "select coalesce(o.status, c.tier) as k, count(*) as n, count(o.id) as no "
-       "from eq_shop.orders o full join eq_shop.customers c on o.customer_id = c.id "
-       "group by coalesce(o.status, c.tier)", AGG_JOIN, "full(o, c)", "o:B c:B", "count"),
+    ok(
+        "where_rejects_null_supplied",
+        "select o.id, c.name from eq_shop.orders o left join "
+        "eq_shop.customers c on o.customer_id = c.id where c.tier = 'gold'",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+        normalized_has=("JOIN `eq_shop`.`customers` AS `c`",),
+    ),
+    ok(
+        "where_is_not_null",
+        "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c "
+        "on o.customer_id = c.id where c.id is not null",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "inner_join_rejects_null_supplied",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "left join eq_shop.customers c on o.customer_id = c.id join eq_shop.regions r on c.region_id = r.id",
+        INNER,
+        "inner(o, c, r)",
+        "o:P c:P r:P",
+        RID3,
+    ),
+    ok(
+        "full_where_left",
+        "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
+        "on o.customer_id = c.id where o.amount > 0",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "full_where_right",
+        "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
+        "on o.customer_id = c.id where c.name like 'a%'",
+        OUTER,
+        "left(c, o)",
+        "o:N c:P",
+        RID2,
+    ),
+    ok(
+        "full_where_both",
+        "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
+        "on o.customer_id = c.id where o.amount > 0 and c.tier = 'gold'",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+    ),
+    ok(
+        "left_left_where_ripples",
+        "select o.id, c.name, r.name as region from eq_shop.orders o "
+        "left join eq_shop.customers c on o.customer_id = c.id left join eq_shop.regions r "
+        "on c.region_id = r.id where r.name = 'north'",
+        INNER,
+        "inner(o, c, r)",
+        "o:P c:P r:P",
+        RID3,
+    ),
+    ok(
+        "aggregate_full_join",
+        "select coalesce(o.status, c.tier) as k, count(*) as n, count(o.id) as no "
+        "from eq_shop.orders o full join eq_shop.customers c on o.customer_id = c.id "
+        "group by coalesce(o.status, c.tier)",
+        AGG_JOIN,
+        "full(o, c)",
+        "o:B c:B",
+        "count",
+    ),
     # --- identifiers that need quotes ---------------------------------------------------------
-    ok("quoted_reserved_and_spaces", "select t.`from`, t.`Order Id` as `order id`, t.`Group` "
-       "from eq_odd.`select` t", SINGLE, "t", "t:P", RID1, schema="odd",
-       columns=("from", "order id", "Group")),
-    ok("quoted_star", "select * from eq_odd.`select`", SINGLE, "select", "select:P", RID1, schema="odd",
-       columns=("from", "Order Id", "Group", "MixedCase")),
-    ok("quoted_join_mixed_case", "select s.`Order Id`, m.`where` as `Where`, m.KEY from eq_odd.`select` s "
-       "join eq_odd.MixedTable m on s.MixedCase = m.`Key`", INNER, "inner(s, m)", "s:P m:P", RID2,
-       schema="odd", columns=("Order Id", "Where", "KEY")),
-    ok("quoted_aggregate", "select `Group`, count(*) as `row count`, max(`from`) as `max` "
-       "from eq_odd.`select` group by `Group`", AGG, "select", "select:P", "count nn_1", schema="odd"),
+    ok(
+        "quoted_reserved_and_spaces",
+        "select t.`from`, t.`Order Id` as `order id`, t.`Group` from eq_odd.`select` t",
+        SINGLE,
+        "t",
+        "t:P",
+        RID1,
+        schema="odd",
+        columns=("from", "order id", "Group"),
+    ),
+    ok(
+        "quoted_star",
+        "select * from eq_odd.`select`",
+        SINGLE,
+        "select",
+        "select:P",
+        RID1,
+        schema="odd",
+        columns=("from", "Order Id", "Group", "MixedCase"),
+    ),
+    ok(
+        "quoted_join_mixed_case",
+        "select s.`Order Id`, m.`where` as `Where`, m.KEY from eq_odd.`select` s "
+        "join eq_odd.MixedTable m on s.MixedCase = m.`Key`",
+        INNER,
+        "inner(s, m)",
+        "s:P m:P",
+        RID2,
+        schema="odd",
+        columns=("Order Id", "Where", "KEY"),
+    ),
+    ok(
+        "quoted_aggregate",
+        "select `Group`, count(*) as `row count`, max(`from`) as `max` from eq_odd.`select` group by `Group`",
+        AGG,
+        "select",
+        "select:P",
+        "count nn_1",
+        schema="odd",
+    ),
 ]
 
 REFUSED: list[Refused] = [
     # --- ordering, limits, windows ------------------------------------------------------------
-    no("window_row_number", "select id, row_number() over (partition by status order by id) as rn "
-       "from eq_shop.orders", "window function"),
-    no("window_sum", "select id, sum(amount) over (partition by customer_id) as running from eq_shop.orders",
-       "window function"),
-    no("window_named", "select id, sum(amount) over w as s from eq_shop.orders window w as (partition by status)",
-       "window function"),
-    no("qualify", "select id from eq_shop.orders qualify row_number() over (order by id) = 1",
-       "window function"),
+    no(
+        "window_row_number",
+        "select id, row_number() over (partition by status order by id) as rn from eq_shop.orders",
+        "window function",
+    ),
+    no(
+        "window_sum",
+        "select id, sum(amount) over (partition by customer_id) as running from eq_shop.orders",
+        "window function",
+    ),
+    no(
+        "window_named",
+        "select id, sum(amount) over w as s from eq_shop.orders window w as (partition by status)",
+        "window function",
+    ),
+    no("qualify", "select id from eq_shop.orders qualify row_number() over (order by id) = 1", "window function"),
     no("limit", "select id from eq_shop.orders limit 10", "LIMIT"),
     no("limit_in_subquery", "select t.id from (select id from eq_shop.orders limit 3) t", "LIMIT"),
     no("offset", "select id from eq_shop.orders offset 3", "OFFSET"),
@@ -403,122 +1086,219 @@ REFUSED: list[Refused] = [
     no("distribute_by", "select id from eq_shop.orders distribute by id", "DISTRIBUTE BY"),
     # --- set operations -------------------------------------------------------------------------
     no("union", "select id from eq_shop.orders union select id from eq_shop.customers", "set operation UNION"),
-    no("union_all", "select id from eq_shop.orders union all select id from eq_shop.customers",
-       "set operation UNION ALL"),
-    no("intersect", "select id from eq_shop.orders intersect select id from eq_shop.customers",
-       "set operation INTERSECT"),
-    no("except", "select id from eq_shop.orders except select id from eq_shop.customers",
-       "set operation EXCEPT"),
-    no("union_in_cte", "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) "
-       "select id from u", "set operation UNION ALL"),
+    no(
+        "union_all",
+        "select id from eq_shop.orders union all select id from eq_shop.customers",
+        "set operation UNION ALL",
+    ),
+    no(
+        "intersect",
+        "select id from eq_shop.orders intersect select id from eq_shop.customers",
+        "set operation INTERSECT",
+    ),
+    no("except", "select id from eq_shop.orders except select id from eq_shop.customers", "set operation EXCEPT"),
+    no(
+        "union_in_cte",
+        "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) select id from u",
+        "set operation UNION ALL",
+    ),
     no("recursive_cte", "with recursive r as (select 1 as n) select n from r", "WITH RECURSIVE"),
     # --- subqueries in expressions --------------------------------------------------------------
-    no("exists", "select id from eq_shop.orders o where exists (select 1 from eq_shop.customers c "
-       "where c.id = o.customer_id)", "subquery in an expression"),
-    no("not_exists", "select id from eq_shop.orders o where not exists (select 1 from eq_shop.customers c "
-       "where c.id = o.customer_id)", "subquery in an expression"),
-    no("in_subquery", "select id from eq_shop.orders where customer_id in (select id from eq_shop.customers)",
-       "subquery in an expression"),
-    no("not_in_subquery", "select id from eq_shop.orders where customer_id not in "
-       "(select id from eq_shop.customers)", "subquery in an expression"),
-    no("scalar_subquery_where", "select id from eq_shop.orders where amount > "
-       "(select max(amount) from eq_shop.orders)", "subquery in an expression"),
-    no("scalar_subquery_select", "select id, (select max(amount) from eq_shop.orders) as top "
-       "from eq_shop.orders", "subquery in an expression"),
-    no("subquery_in_on", "select o.id from eq_shop.orders o join eq_shop.customers c "
-       "on c.id = (select max(id) from eq_shop.customers)", "subquery in an expression"),
-    no("any_subquery", "select id from eq_shop.orders where customer_id = any (select id from eq_shop.customers)",
-       "subquery in an expression"),
-    no("subquery_in_having", "select status, count(*) as n from eq_shop.orders group by status "
-       "having count(*) > (select count(*) from eq_shop.customers)", "subquery in an expression"),
+    no(
+        "exists",
+        "select id from eq_shop.orders o where exists (select 1 from eq_shop.customers c where c.id = o.customer_id)",
+        "subquery in an expression",
+    ),
+    no(
+        "not_exists",
+        "select id from eq_shop.orders o where not exists (select 1 from eq_shop.customers c "
+        "where c.id = o.customer_id)",
+        "subquery in an expression",
+    ),
+    no(
+        "in_subquery",
+        "select id from eq_shop.orders where customer_id in (select id from eq_shop.customers)",
+        "subquery in an expression",
+    ),
+    no(
+        "not_in_subquery",
+        "select id from eq_shop.orders where customer_id not in (select id from eq_shop.customers)",
+        "subquery in an expression",
+    ),
+    no(
+        "scalar_subquery_where",
+        "select id from eq_shop.orders where amount > (select max(amount) from eq_shop.orders)",
+        "subquery in an expression",
+    ),
+    no(
+        "scalar_subquery_select",
+        "select id, (select max(amount) from eq_shop.orders) as top from eq_shop.orders",
+        "subquery in an expression",
+    ),
+    no(
+        "subquery_in_on",
+        "select o.id from eq_shop.orders o join eq_shop.customers c on c.id = (select max(id) from eq_shop.customers)",
+        "subquery in an expression",
+    ),
+    no(
+        "any_subquery",
+        "select id from eq_shop.orders where customer_id = any (select id from eq_shop.customers)",
+        "subquery in an expression",
+    ),
+    no(
+        "subquery_in_having",
+        "select status, count(*) as n from eq_shop.orders group by status "
+        "having count(*) > (select count(*) from eq_shop.customers)",
+        "subquery in an expression",
+    ),
     # --- non-deterministic functions ------------------------------------------------------------
     no("rand", "select id, rand() as r from eq_shop.orders", "non-deterministic function rand()"),
-    no("rand_seeded_where", "select id from eq_shop.orders where rand(42) < 0.5",
-       "non-deterministic function rand()"),
+    no("rand_seeded_where", "select id from eq_shop.orders where rand(42) < 0.5", "non-deterministic function rand()"),
     no("randn", "select id, randn() as r from eq_shop.orders", "non-deterministic function randn()"),
     no("uuid", "select id, uuid() as u from eq_shop.orders", "non-deterministic function uuid()"),
-    no("current_timestamp", "select id, current_timestamp() as ts from eq_shop.orders",
-       "non-deterministic function current_timestamp()"),
-    no("current_timestamp_bare", "select id from eq_shop.orders where created < current_timestamp",
-       "non-deterministic function current_timestamp()"),
+    no(
+        "current_timestamp",
+        "select id, current_timestamp() as ts from eq_shop.orders",
+        "non-deterministic function current_timestamp()",
+    ),
+    no(
+        "current_timestamp_bare",
+        "select id from eq_shop.orders where created < current_timestamp",
+        "non-deterministic function current_timestamp()",
+    ),
     no("now", "select id, now() as ts from eq_shop.orders", "non-deterministic function now()"),
-    no("current_date", "select id from eq_shop.orders where created = current_date()",
-       "non-deterministic function current_date()"),
+    no(
+        "current_date",
+        "select id from eq_shop.orders where created = current_date()",
+        "non-deterministic function current_date()",
+    ),
     no("curdate", "select id, curdate() as d from eq_shop.orders", "non-deterministic function curdate()"),
-    no("monotonically_increasing_id", "select id, monotonically_increasing_id() as m from eq_shop.orders",
-       "non-deterministic function monotonically_increasing_id()"),
-    no("input_file_name", "select id, input_file_name() as f from eq_shop.orders",
-       "non-deterministic function input_file_name()"),
-    no("spark_partition_id", "select id, spark_partition_id() as p from eq_shop.orders",
-       "non-deterministic function spark_partition_id()"),
-    no("shuffle", "select id, shuffle(array(id, customer_id)) as s from eq_shop.orders",
-       "non-deterministic function shuffle()"),
-    no("current_user", "select id, current_user() as u from eq_shop.orders",
-       "non-deterministic function current_user()"),
-    no("unix_timestamp_now", "select id, unix_timestamp() as u from eq_shop.orders",
-       "non-deterministic function"),
-    no("nondeterministic_in_on", "select o.id from eq_shop.orders o join eq_shop.customers c "
-       "on o.customer_id = c.id and rand() > 0.1", "non-deterministic function rand()"),
+    no(
+        "monotonically_increasing_id",
+        "select id, monotonically_increasing_id() as m from eq_shop.orders",
+        "non-deterministic function monotonically_increasing_id()",
+    ),
+    no(
+        "input_file_name",
+        "select id, input_file_name() as f from eq_shop.orders",
+        "non-deterministic function input_file_name()",
+    ),
+    no(
+        "spark_partition_id",
+        "select id, spark_partition_id() as p from eq_shop.orders",
+        "non-deterministic function spark_partition_id()",
+    ),
+    no(
+        "shuffle",
+        "select id, shuffle(array(id, customer_id)) as s from eq_shop.orders",
+        "non-deterministic function shuffle()",
+    ),
+    no(
+        "current_user",
+        "select id, current_user() as u from eq_shop.orders",
+        "non-deterministic function current_user()",
+    ),
+    no("unix_timestamp_now", "select id, unix_timestamp() as u from eq_shop.orders", "non-deterministic function"),
+    no(
+        "nondeterministic_in_on",
+        "select o.id from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id and rand() > 0.1",
+        "non-deterministic function rand()",
+    ),
     # --- aggregates that cannot be maintained -----------------------------------------------------
-    no("count_distinct", "select status, count(distinct customer_id) as n from eq_shop.orders group by status",
-       "COUNT(DISTINCT"),
-    no("sum_distinct", "select status, sum(distinct amount) as s from eq_shop.orders group by status",
-       "SUM(DISTINCT"),
-    no("collect_list", "select status, collect_list(id) as ids from eq_shop.orders group by status",
-       "aggregate collect_list()"),
-    no("collect_set", "select status, collect_set(id) as ids from eq_shop.orders group by status",
-       "aggregate collect_set()"),
-    no("percentile", "select status, percentile(amount, 0.5) as p from eq_shop.orders group by status",
-       "aggregate percentile()"),
-    no("percentile_approx", "select status, percentile_approx(amount, 0.5) as p from eq_shop.orders "
-       "group by status", "aggregate percentile_approx()"),
-    no("approx_count_distinct", "select status, approx_count_distinct(id) as n from eq_shop.orders "
-       "group by status", "aggregate approx_count_distinct()"),
-    no("stddev", "select status, stddev(amount) as sd from eq_shop.orders group by status",
-       "aggregate stddev()"),
+    no(
+        "count_distinct",
+        "select status, count(distinct customer_id) as n from eq_shop.orders group by status",
+        "COUNT(DISTINCT",
+    ),
+    no("sum_distinct", "select status, sum(distinct amount) as s from eq_shop.orders group by status", "SUM(DISTINCT"),
+    no(
+        "collect_list",
+        "select status, collect_list(id) as ids from eq_shop.orders group by status",
+        "aggregate collect_list()",
+    ),
+    no(
+        "collect_set",
+        "select status, collect_set(id) as ids from eq_shop.orders group by status",
+        "aggregate collect_set()",
+    ),
+    no(
+        "percentile",
+        "select status, percentile(amount, 0.5) as p from eq_shop.orders group by status",
+        "aggregate percentile()",
+    ),
+    no(
+        "percentile_approx",
+        "select status, percentile_approx(amount, 0.5) as p from eq_shop.orders group by status",
+        "aggregate percentile_approx()",
+    ),
+    no(
+        "approx_count_distinct",
+        "select status, approx_count_distinct(id) as n from eq_shop.orders group by status",
+        "aggregate approx_count_distinct()",
+    ),
+    no("stddev", "select status, stddev(amount) as sd from eq_shop.orders group by status", "aggregate stddev()"),
     no("first", "select status, first(id) as f from eq_shop.orders group by status", "aggregate first()"),
     no("last", "select status, last(id) as l from eq_shop.orders group by status", "aggregate last()"),
-    no("any_value", "select status, any_value(id) as a from eq_shop.orders group by status",
-       "aggregate any_value()"),
-    no("try_sum", "select status, try_sum(amount) as s from eq_shop.orders group by status",
-       "aggregate try_sum()"),
+    no("any_value", "select status, any_value(id) as a from eq_shop.orders group by status", "aggregate any_value()"),
+    no("try_sum", "select status, try_sum(amount) as s from eq_shop.orders group by status", "aggregate try_sum()"),
     no("try_sum_global", "select try_sum(amount) as s from eq_shop.orders", "aggregate try_sum()"),
-    no("count_if", "select status, count_if(amount > 0) as n from eq_shop.orders group by status",
-       "aggregate count_if()"),
-    no("max_by", "select status, max_by(id, amount) as m from eq_shop.orders group by status",
-       "aggregate max_by()"),
-    no("any_aggregate", "select status, any(amount > 0) as b from eq_shop.orders group by status",
-       "aggregate any()"),
-    no("bool_and", "select status, bool_and(amount > 0) as b from eq_shop.orders group by status",
-       "aggregate bool_and()"),
-    no("aggregate_filter", "select status, count(*) filter (where amount > 0) as n from eq_shop.orders "
-       "group by status", "aggregate FILTER"),
-    no("ignore_nulls", "select status, max(amount) ignore nulls as m from eq_shop.orders group by status",
-       "IGNORE NULLS"),
-    no("nested_aggregate", "select status, sum(max(amount)) as m from eq_shop.orders group by status",
-       "nested aggregate"),
-    no("aggregate_in_where", "select count(*) as n from eq_shop.orders where count(*) > 1",
-       "aggregate COUNT(*) in WHERE"),
-    no("ungrouped_column", "select id, count(*) as n from eq_shop.orders group by status",
-       "neither in GROUP BY nor aggregated"),
-    no("ungrouped_column_global", "select status, count(*) as n from eq_shop.orders",
-       "neither in GROUP BY nor aggregated"),
-    no("having_without_aggregate", "select id from eq_shop.orders having id > 1",
-       "neither in GROUP BY nor aggregated"),
-    no("ungrouped_having", "select status, count(*) as n from eq_shop.orders group by status having amount > 1",
-       "neither in GROUP BY nor aggregated"),
+    no(
+        "count_if",
+        "select status, count_if(amount > 0) as n from eq_shop.orders group by status",
+        "aggregate count_if()",
+    ),
+    no("max_by", "select status, max_by(id, amount) as m from eq_shop.orders group by status", "aggregate max_by()"),
+    no("any_aggregate", "select status, any(amount > 0) as b from eq_shop.orders group by status", "aggregate any()"),
+    no(
+        "bool_and",
+        "select status, bool_and(amount > 0) as b from eq_shop.orders group by status",
+        "aggregate bool_and()",
+    ),
+    no(
+        "aggregate_filter",
+        "select status, count(*) filter (where amount > 0) as n from eq_shop.orders group by status",
+        "aggregate FILTER",
+    ),
+    no(
+        "ignore_nulls",
+        "select status, max(amount) ignore nulls as m from eq_shop.orders group by status",
+        "IGNORE NULLS",
+    ),
+    no(
+        "nested_aggregate",
+        "select status, sum(max(amount)) as m from eq_shop.orders group by status",
+        "nested aggregate",
+    ),
+    no(
+        "aggregate_in_where",
+        "select count(*) as n from eq_shop.orders where count(*) > 1",
+        "aggregate COUNT(*) in WHERE",
+    ),
+    no(
+        "ungrouped_column",
+        "select id, count(*) as n from eq_shop.orders group by status",
+        "neither in GROUP BY nor aggregated",
+    ),
+    no(
+        "ungrouped_column_global",
+        "select status, count(*) as n from eq_shop.orders",
+        "neither in GROUP BY nor aggregated",
+    ),
+    no("having_without_aggregate", "select id from eq_shop.orders having id > 1", "neither in GROUP BY nor aggregated"),
+    no(
+        "ungrouped_having",
+        "select status, count(*) as n from eq_shop.orders group by status having amount > 1",
+        "neither in GROUP BY nor aggregated",
+    ),
     # --- generators and special relations -----------------------------------------------------------
-    no("lateral_view_explode", "select id, x from eq_shop.orders lateral view explode(array(1, 2)) t as x",
-       "LATERAL"),
-    no("lateral_view_outer", "select id, x from eq_shop.orders lateral view outer explode(array(1)) t as x",
-       "LATERAL"),
+    no("lateral_view_explode", "select id, x from eq_shop.orders lateral view explode(array(1, 2)) t as x", "LATERAL"),
+    no("lateral_view_outer", "select id, x from eq_shop.orders lateral view outer explode(array(1)) t as x", "LATERAL"),
     no("explode_in_select", "select explode(array(id, customer_id)) as x from eq_shop.orders", "generator"),
     no("posexplode", "select posexplode(array(id)) as (p, x) from eq_shop.orders", "generator"),
     no("inline", "select inline(array(struct(id, amount))) from eq_shop.orders", "generator"),
     no("stack", "select stack(2, id, customer_id) as x from eq_shop.orders", "generator"),
     no("json_tuple", "select json_tuple(status, 'a') as a from eq_shop.orders", "generator"),
-    no("lateral_subquery", "select o.id, l.y from eq_shop.orders o, lateral (select o.id + 1 as y) l",
-       "LATERAL"),
+    no("lateral_subquery", "select o.id, l.y from eq_shop.orders o, lateral (select o.id + 1 as y) l", "LATERAL"),
     no("tablesample", "select id from eq_shop.orders tablesample (10 percent)", "TABLESAMPLE"),
     no("tablesample_bucket", "select id from eq_shop.orders tablesample (bucket 1 out of 2)", "TABLESAMPLE"),
     no("version_as_of", "select id from eq_shop.orders version as of 3", "time travel"),
@@ -529,99 +1309,187 @@ REFUSED: list[Refused] = [
     no("values", "select id from values (1), (2) as t(id)", "relation VALUES"),
     no("pivot", "select * from eq_shop.orders pivot (count(*) for status in ('a', 'b'))", "PIVOT"),
     no("unpivot", "select * from eq_shop.regions unpivot (v for k in (name))", "UNPIVOT"),
-    no("script_transform", "select transform(id, status) using 'cat' as (a, b) from eq_shop.orders",
-       "TRANSFORM"),
+    no("script_transform", "select transform(id, status) using 'cat' as (a, b) from eq_shop.orders", "TRANSFORM"),
     no("table_alias_columns", "select a from eq_shop.regions as r(a, b)", "column aliases in the table alias"),
     # --- joins ------------------------------------------------------------------------------------------
-    no("left_semi", "select o.id from eq_shop.orders o left semi join eq_shop.customers c "
-       "on o.customer_id = c.id", "LEFT SEMI JOIN"),
-    no("left_anti", "select o.id from eq_shop.orders o left anti join eq_shop.customers c "
-       "on o.customer_id = c.id", "LEFT ANTI JOIN"),
-    no("semi", "select o.id from eq_shop.orders o semi join eq_shop.customers c on o.customer_id = c.id",
-       "SEMI JOIN"),
-    no("anti", "select o.id from eq_shop.orders o anti join eq_shop.customers c on o.customer_id = c.id",
-       "ANTI JOIN"),
+    no(
+        "left_semi",
+        "select o.id from eq_shop.orders o left semi join eq_shop.customers c on o.customer_id = c.id",
+        "LEFT SEMI JOIN",
+    ),
+    no(
+        "left_anti",
+        "select o.id from eq_shop.orders o left anti join eq_shop.customers c on o.customer_id = c.id",
+        "LEFT ANTI JOIN",
+    ),
+    no("semi", "select o.id from eq_shop.orders o semi join eq_shop.customers c on o.customer_id = c.id", "SEMI JOIN"),
+    no("anti", "select o.id from eq_shop.orders o anti join eq_shop.customers c on o.customer_id = c.id", "ANTI JOIN"),
     no("natural_join", "select o.id from eq_shop.orders o natural join eq_shop.customers c", "NATURAL JOIN"),
-    no("parenthesized_join", "select o.id from eq_shop.orders o left join (eq_shop.customers c "
-       "join eq_shop.regions r on c.region_id = r.id) on o.customer_id = c.id", "parenthesized join"),
-    no("nica_v1", "select r1.k from ((eq_nica.r1 join eq_nica.r2 on r1.k = r2.k) full join "
-       "(eq_nica.t join eq_nica.s on t.k = s.k) on r1.a = t.a) full join ((eq_nica.r left join eq_nica.w "
-       "on r.k = w.k) full join eq_nica.s s2 on r.a = s2.a) on r1.b = w.b", "parenthesized join", schema="nica"),
-    no("nica_v7", "select r.k from (eq_nica.r full join eq_nica.t on r.k = t.k) full join (eq_nica.s left join "
-       "eq_nica.w on s.k = w.k) on t.a = s.a", "parenthesized join", schema="nica"),
-    no("nica_orm_null_tolerant_on", "select r.k from eq_nica.r left join eq_nica.s on r.k = s.k "
-       "left join eq_nica.t on (t.k = s.k) or (s.k is null and r.k is null)",
-       "can be true on the NULL-padded rows of s", schema="nica"),
-    no("nested_on_coalesce", "select o.id from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id left join eq_shop.regions r on coalesce(c.region_id, 0) = r.id",
-       "can be true on the NULL-padded rows of c"),
-    no("inner_on_null_tolerant", "select o.id from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id join eq_shop.regions r on r.id = c.region_id or c.region_id is null",
-       "can be true on the NULL-padded rows of c"),
-    no("outer_on_one_side", "select o.id from eq_shop.orders o left join eq_shop.customers c on c.tier = 'gold'",
-       "does not reference both sides"),
-    no("outer_without_on", "select o.id from eq_shop.orders o left join eq_shop.customers c",
-       "does not reference both sides"),
-    no("where_is_null_null_supplied", "select o.id from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id where c.id is null", "WHERE predicate"),
-    no("where_coalesce_null_supplied", "select o.id from eq_shop.orders o left join eq_shop.customers c "
-       "on o.customer_id = c.id where coalesce(c.tier, 'none') = 'none'", "WHERE predicate"),
-    no("null_supplied_subquery_constant", "select o.id, x.flag from eq_shop.orders o left join "
-       "(select id, 1 as flag from eq_shop.customers) x on o.customer_id = x.id", "null-supplied side"),
-    no("null_supplied_cte_coalesce", "with c as (select id, coalesce(name, 'n/a') as name "
-       "from eq_shop.customers) select o.id, c.name from eq_shop.orders o left join c on o.customer_id = c.id",
-       "null-supplied side"),
+    no(
+        "parenthesized_join",
+        "select o.id from eq_shop.orders o left join (eq_shop.customers c "
+        "join eq_shop.regions r on c.region_id = r.id) on o.customer_id = c.id",
+        "parenthesized join",
+    ),
+    no(
+        "nica_v1",
+        "select r1.k from ((eq_nica.r1 join eq_nica.r2 on r1.k = r2.k) full join "
+        "(eq_nica.t join eq_nica.s on t.k = s.k) on r1.a = t.a) full join ((eq_nica.r left join eq_nica.w "
+        "on r.k = w.k) full join eq_nica.s s2 on r.a = s2.a) on r1.b = w.b",
+        "parenthesized join",
+        schema="nica",
+    ),
+    no(
+        "nica_v7",
+        "select r.k from (eq_nica.r full join eq_nica.t on r.k = t.k) full join (eq_nica.s left join "
+        "eq_nica.w on s.k = w.k) on t.a = s.a",
+        "parenthesized join",
+        schema="nica",
+    ),
+    no(
+        "nica_orm_null_tolerant_on",
+        "select r.k from eq_nica.r left join eq_nica.s on r.k = s.k "
+        "left join eq_nica.t on (t.k = s.k) or (s.k is null and r.k is null)",
+        "can be true on the NULL-padded rows of s",
+        schema="nica",
+    ),
+    no(
+        "nested_on_coalesce",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c "
+        "on o.customer_id = c.id left join eq_shop.regions r on coalesce(c.region_id, 0) = r.id",
+        "can be true on the NULL-padded rows of c",
+    ),
+    no(
+        "inner_on_null_tolerant",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c "
+        "on o.customer_id = c.id join eq_shop.regions r on r.id = c.region_id or c.region_id is null",
+        "can be true on the NULL-padded rows of c",
+    ),
+    no(
+        "outer_on_one_side",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on c.tier = 'gold'",
+        "does not reference both sides",
+    ),
+    no(
+        "outer_without_on",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c",
+        "does not reference both sides",
+    ),
+    no(
+        "where_is_null_null_supplied",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id where c.id is null",
+        "WHERE predicate",
+    ),
+    no(
+        "where_coalesce_null_supplied",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c "
+        "on o.customer_id = c.id where coalesce(c.tier, 'none') = 'none'",
+        "WHERE predicate",
+    ),
+    no(
+        "null_supplied_subquery_constant",
+        "select o.id, x.flag from eq_shop.orders o left join "
+        "(select id, 1 as flag from eq_shop.customers) x on o.customer_id = x.id",
+        "null-supplied side",
+    ),
+    no(
+        "null_supplied_cte_coalesce",
+        "with c as (select id, coalesce(name, 'n/a') as name "
+        "from eq_shop.customers) select o.id, c.name from eq_shop.orders o left join c on o.customer_id = c.id",
+        "null-supplied side",
+    ),
     # --- grouping ------------------------------------------------------------------------------------------
-    no("grouping_sets", "select status, region_id, count(*) as n from eq_shop.orders "
-       "group by grouping sets ((status), (region_id))", "GROUPING SETS"),
-    no("rollup", "select status, region_id, count(*) as n from eq_shop.orders group by rollup (status, region_id)",
-       "ROLLUP"),
-    no("cube", "select status, region_id, count(*) as n from eq_shop.orders group by cube (status, region_id)",
-       "CUBE"),
+    no(
+        "grouping_sets",
+        "select status, region_id, count(*) as n from eq_shop.orders group by grouping sets ((status), (region_id))",
+        "GROUPING SETS",
+    ),
+    no(
+        "rollup",
+        "select status, region_id, count(*) as n from eq_shop.orders group by rollup (status, region_id)",
+        "ROLLUP",
+    ),
+    no("cube", "select status, region_id, count(*) as n from eq_shop.orders group by cube (status, region_id)", "CUBE"),
     no("with_rollup", "select status, count(*) as n from eq_shop.orders group by status with rollup", "ROLLUP"),
     no("group_by_all", "select status, count(*) as n from eq_shop.orders group by all", "GROUP BY ALL"),
-    no("grouping_function", "select status, grouping(status) as g, count(*) as n from eq_shop.orders "
-       "group by status", "aggregate grouping()"),
+    no(
+        "grouping_function",
+        "select status, grouping(status) as g, count(*) as n from eq_shop.orders group by status",
+        "aggregate grouping()",
+    ),
     no("distinct_on", "select distinct on (status) status, id from eq_shop.orders", "DISTINCT ON"),
-    no("distinct_group_by", "select distinct status, count(*) as n from eq_shop.orders group by status",
-       "DISTINCT together with GROUP BY"),
+    no(
+        "distinct_group_by",
+        "select distinct status, count(*) as n from eq_shop.orders group by status",
+        "DISTINCT together with GROUP BY",
+    ),
     no("distinct_aggregate", "select distinct count(*) as n from eq_shop.orders", "DISTINCT together with aggregates"),
     # --- subqueries that cannot be merged ------------------------------------------------------------------
-    no("subquery_group_by", "select * from (select status, count(*) as n from eq_shop.orders group by status) t",
-       "could not be merged"),
-    no("cte_group_by_joined", "with t as (select customer_id, sum(amount) as total from eq_shop.orders "
-       "group by customer_id) select c.name, t.total from eq_shop.customers c join t on t.customer_id = c.id",
-       "could not be merged"),
+    no(
+        "subquery_group_by",
+        "select * from (select status, count(*) as n from eq_shop.orders group by status) t",
+        "could not be merged",
+    ),
+    no(
+        "cte_group_by_joined",
+        "with t as (select customer_id, sum(amount) as total from eq_shop.orders "
+        "group by customer_id) select c.name, t.total from eq_shop.customers c join t on t.customer_id = c.id",
+        "could not be merged",
+    ),
     no("subquery_distinct", "select t.id from (select distinct id from eq_shop.orders) t", "could not be merged"),
-    no("subquery_with_join", "select o.id, x.name from eq_shop.orders o join (select c.id, r.name "
-       "from eq_shop.customers c join eq_shop.regions r on c.region_id = r.id) x on o.customer_id = x.id",
-       "could not be merged"),
-    no("null_supplied_subquery_where", "select o.id, x.name from eq_shop.orders o left join "
-       "(select id, name from eq_shop.customers where tier = 'gold') x on o.customer_id = x.id",
-       "could not be merged"),
+    no(
+        "subquery_with_join",
+        "select o.id, x.name from eq_shop.orders o join (select c.id, r.name "
+        "from eq_shop.customers c join eq_shop.regions r on c.region_id = r.id) x on o.customer_id = x.id",
+        "could not be merged",
+    ),
+    no(
+        "null_supplied_subquery_where",
+        "select o.id, x.name from eq_shop.orders o left join "
+        "(select id, name from eq_shop.customers where tier = 'gold') x on o.customer_id = x.id",
+        "could not be merged",
+    ),
     # --- names -------------------------------------------------------------------------------------------
     no("reserved_alias", "select id as __ivm_x from eq_shop.orders", "reserved prefix __ivm_"),
     no("reserved_alias_upper_case", "select id as __IVM_X from eq_shop.orders", "reserved prefix __ivm_"),
-    no("reserved_alias_in_cte", "with t as (select id as __ivm_id from eq_shop.orders) select 1 as one from t",
-       "reserved prefix __ivm_"),
-    no("reserved_source_column", "select id, __ivm_flag from eq_res.t", "reserved prefix __ivm_",
-       schema="reserved"),
-    no("reserved_source_column_star", "select * from eq_res.t", "source column '__ivm_flag'",
-       schema="reserved"),
-    no("reserved_source_column_where", "select id from eq_res.t where __ivm_flag > 0", "reserved prefix __ivm_",
-       schema="reserved"),
+    no(
+        "reserved_alias_in_cte",
+        "with t as (select id as __ivm_id from eq_shop.orders) select 1 as one from t",
+        "reserved prefix __ivm_",
+    ),
+    no("reserved_source_column", "select id, __ivm_flag from eq_res.t", "reserved prefix __ivm_", schema="reserved"),
+    no("reserved_source_column_star", "select * from eq_res.t", "source column '__ivm_flag'", schema="reserved"),
+    no(
+        "reserved_source_column_where",
+        "select id from eq_res.t where __ivm_flag > 0",
+        "reserved prefix __ivm_",
+        schema="reserved",
+    ),
     no("duplicate_column", "select id, id from eq_shop.orders", "duplicate column name 'id'"),
-    no("duplicate_column_alias_case", "select id, customer_id as ID from eq_shop.orders",
-       "duplicate column name 'ID'"),
-    no("duplicate_column_star_join", "select * from eq_shop.orders o join eq_shop.customers c "
-       "on o.customer_id = c.id", "duplicate column name 'id'"),
-    no("oracle_outer_both_stars", "select test_outer.*, test_inner.* from eq_ora.test_outer "
-       "left join eq_ora.test_inner on test_outer.jouter = test_inner.jinner", "duplicate column name 'pk'",
-       schema="oracle"),
-    no("oracle_rowid", "select test_t1.*, test_t1.rowid as test_t1_rowid from eq_ora.test_t1",
-       "unresolvable SQL", schema="oracle"),
-    no("unnamed_aggregate", "select status, count(*) from eq_shop.orders group by status",
-       "computed column COUNT(*) without a name"),
+    no("duplicate_column_alias_case", "select id, customer_id as ID from eq_shop.orders", "duplicate column name 'ID'"),
+    no(
+        "duplicate_column_star_join",
+        "select * from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id",
+        "duplicate column name 'id'",
+    ),
+    no(
+        "oracle_outer_both_stars",
+        "select test_outer.*, test_inner.* from eq_ora.test_outer "
+        "left join eq_ora.test_inner on test_outer.jouter = test_inner.jinner",
+        "duplicate column name 'pk'",
+        schema="oracle",
+    ),
+    no(
+        "oracle_rowid",
+        "select test_t1.*, test_t1.rowid as test_t1_rowid from eq_ora.test_t1",
+        "unresolvable SQL",
+        schema="oracle",
+    ),
+    no(
+        "unnamed_aggregate",
+        "select status, count(*) from eq_shop.orders group by status",
+        "computed column COUNT(*) without a name",
+    ),
     no("unnamed_expression", "select amount * 2 from eq_shop.orders", "without a name"),
     no("unknown_column", "select nope from eq_shop.orders", "unresolvable SQL"),
     no("unknown_table", "select id from eq_shop.nope", "no schema for source eq_shop.nope"),

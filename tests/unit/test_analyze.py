@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from sqlglot import exp
 
 from dbt_ivm.analyze import analyze, check_constructs, normalize, parse, source_tables
 from dbt_ivm.errors import UnsupportedView
@@ -44,7 +43,7 @@ def sides_text(plan: ViewPlan) -> str:
 
 def hidden_text(plan: ViewPlan) -> str:
     assert all(h.name.startswith(HIDDEN_PREFIX) for h in plan.hidden)
-    return " ".join(h.name[len(HIDDEN_PREFIX):] for h in plan.hidden)
+    return " ".join(h.name[len(HIDDEN_PREFIX) :] for h in plan.hidden)
 
 
 def test_the_table_is_big_enough_and_ids_are_unique():
@@ -100,8 +99,10 @@ def test_refusal_gives_the_position():
 
 
 def test_source_columns_are_the_used_ones_with_types():
-    plan = analyze("select o.id, c.name from eq_shop.orders o join eq_shop.customers c "
-                   "on o.customer_id = c.id where o.amount > 0", SHOP)
+    plan = analyze(
+        "select o.id, c.name from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id where o.amount > 0",
+        SHOP,
+    )
     assert plan.sources[0].columns == (("id", "int"), ("customer_id", "int"), ("amount", "decimal(10,2)"))
     assert plan.sources[1].columns == (("id", "int"), ("name", "string"))
     assert [str(t) for t in plan.tables] == ["eq_shop.orders", "eq_shop.customers"]
@@ -120,11 +121,16 @@ def test_self_join_is_two_sources_of_one_table():
 
 
 def test_aggregate_ir():
-    plan = analyze("select status, count(*) as n, sum(amount) as total, avg(amount) as mean, "
-                   "count(customer_id) as nc, max(amount) - min(amount) as spread from eq_shop.orders "
-                   "group by status having count(*) > 1", SHOP)
-    got = [(a.func, a.argument.sql("spark") if a.argument is not None else None, a.output, a.helpers)
-           for a in plan.aggregates]
+    plan = analyze(
+        "select status, count(*) as n, sum(amount) as total, avg(amount) as mean, "
+        "count(customer_id) as nc, max(amount) - min(amount) as spread from eq_shop.orders "
+        "group by status having count(*) > 1",
+        SHOP,
+    )
+    got = [
+        (a.func, a.argument.sql("spark") if a.argument is not None else None, a.output, a.helpers)
+        for a in plan.aggregates
+    ]
     assert got == [
         ("count_star", None, "n", ()),
         ("sum", "`orders`.`amount`", "total", ("__ivm_nn_1",)),
@@ -149,8 +155,9 @@ def test_distinct_is_an_aggregate_with_a_count():
 def test_outer_join_null_intolerance():
     plan = analyze("select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id", SHOP)
     assert isinstance(plan.tree, OuterJoin) and plan.tree.null_intolerant
-    plan = analyze("select o.id from eq_shop.orders o left join eq_shop.customers c "
-                   "on o.customer_id = c.id or c.id is null", SHOP)
+    plan = analyze(
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id or c.id is null", SHOP
+    )
     assert isinstance(plan.tree, OuterJoin) and not plan.tree.null_intolerant
 
 
@@ -163,18 +170,26 @@ def test_right_join_keeps_its_on_predicate():
 
 
 def test_outer_to_inner_rewrites_the_query_too():
-    plan = analyze("select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
-                   "on o.customer_id = c.id where o.amount > 0", SHOP)
+    plan = analyze(
+        "select o.id, c.name from eq_shop.orders o full join eq_shop.customers c "
+        "on o.customer_id = c.id where o.amount > 0",
+        SHOP,
+    )
     assert "LEFT JOIN" in plan.normalized_sql and "FULL" not in plan.normalized_sql
     assert plan.where is not None
 
 
 def test_inner_group_keeps_its_predicates():
-    plan = analyze("select o.id from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id "
-                   "join eq_shop.regions r on c.region_id = r.id", SHOP)
+    plan = analyze(
+        "select o.id from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id "
+        "join eq_shop.regions r on c.region_id = r.id",
+        SHOP,
+    )
     assert isinstance(plan.tree, InnerGroup)
     assert [p.sql("spark") for p in plan.tree.predicates] == [
-        "`c`.`id` = `o`.`customer_id`", "`c`.`region_id` = `r`.`id`"]
+        "`c`.`id` = `o`.`customer_id`",
+        "`c`.`region_id` = `r`.`id`",
+    ]
 
 
 def test_where_is_kept_apart():
@@ -192,8 +207,10 @@ def test_definition_hash_follows_meaning_not_spelling():
 
 
 def test_source_tables():
-    sql = ("with x as (select id from eq_shop.orders) select /*+ BROADCAST(c) */ x.id, c.name "
-           "from x join eq_shop.customers c on x.id = c.id join EQ_SHOP.Orders o2 on o2.id = x.id")
+    sql = (
+        "with x as (select id from eq_shop.orders) select /*+ BROADCAST(c) */ x.id, c.name "
+        "from x join eq_shop.customers c on x.id = c.id join EQ_SHOP.Orders o2 on o2.id = x.id"
+    )
     assert [t.key for t in source_tables(sql)] == ["eq_shop.orders", "eq_shop.customers"]
 
 

@@ -12,12 +12,14 @@ import pytest
 from dbt_ivm.__main__ import main
 from tests.unit.cases import SCHEMAS
 
-JOIN = ("select o.id as order_id, c.name as customer from eq_shop.orders o "
-        "join eq_shop.customers c on o.customer_id = c.id where o.amount > 10")
-OUTER = ("select o.id, c.name from eq_shop.orders o right join eq_shop.customers c "
-         "on o.customer_id = c.id")
-AGGREGATE = ("select status, count(*) as n, avg(amount) as mean from eq_shop.orders "
-             "group by status having sum(amount) > 100")
+JOIN = (
+    "select o.id as order_id, c.name as customer from eq_shop.orders o "
+    "join eq_shop.customers c on o.customer_id = c.id where o.amount > 10"
+)
+OUTER = "select o.id, c.name from eq_shop.orders o right join eq_shop.customers c on o.customer_id = c.id"
+AGGREGATE = (
+    "select status, count(*) as n, avg(amount) as mean from eq_shop.orders group by status having sum(amount) > 100"
+)
 DISTINCT = "select distinct status from eq_shop.orders"
 WINDOW = "select id, row_number() over (order by id) as rn\nfrom eq_shop.orders"
 
@@ -49,7 +51,7 @@ def test_inner_join_model(files, capsys):
     assert "status:" not in out  # maintained by this release
     assert "  [0] o = eq_shop.orders (preserved); reads id int, customer_id int, amount decimal(10,2)" in lines
     assert "  [1] c = eq_shop.customers (preserved); reads id int, name string" in lines
-    tree = lines[lines.index("join tree:") + 1:lines.index("join tree:") + 5]
+    tree = lines[lines.index("join tree:") + 1 : lines.index("join tree:") + 5]
     assert tree == [
         "  INNER JOIN group",
         "    o = eq_shop.orders [preserved]",
@@ -58,9 +60,9 @@ def test_inner_join_model(files, capsys):
     ]
     assert "where: `o`.`amount` > 10" in lines
     assert "columns: order_id, customer" in lines
-    hidden = lines[lines.index("hidden columns:") + 1:lines.index("refresh steps:")]
+    hidden = lines[lines.index("hidden columns:") + 1 : lines.index("refresh steps:")]
     assert [h.split(":")[0].strip() for h in hidden] == ["__ivm_rid_0", "__ivm_rid_1", "__ivm_count"]
-    steps = lines[lines.index("refresh steps:") + 1:]
+    steps = lines[lines.index("refresh steps:") + 1 :]
     assert "  change to eq_shop.orders:" in steps and "  change to eq_shop.customers:" in steps
     assert any(s.strip().startswith("o: net change feed") and "joined with c" in s for s in steps)
     assert any(s.strip().startswith("apply: one MERGE") for s in steps)
@@ -71,8 +73,10 @@ def test_outer_join_model_shows_the_normalized_tree_and_sides(files, capsys):
     code, out, _ = run(capsys, *files(OUTER))
     assert code == 0
     assert out.startswith("class: outer-join\nstatus: fast_mv cannot maintain this model: outer-join views")
-    assert "  LEFT OUTER JOIN (ON is null-intolerant)\n    c = eq_shop.customers [preserved]\n" \
-           "    o = eq_shop.orders [null-supplied]\n" in out  # RIGHT JOIN rewritten to LEFT
+    assert (
+        "  LEFT OUTER JOIN (ON is null-intolerant)\n    c = eq_shop.customers [preserved]\n"
+        "    o = eq_shop.orders [null-supplied]\n" in out
+    )  # RIGHT JOIN rewritten to LEFT
     assert "[0] o = eq_shop.orders (null-supplied)" in out
     assert "not maintained by this release (outer-join)" in out
 
@@ -82,8 +86,7 @@ def test_aggregate_model_shows_aggregates_having_and_helpers(files, capsys):
     assert code == 0
     assert "class: aggregate\n" in out
     assert "group by: `orders`.`status`" in out
-    assert ("aggregates: n = count(*), mean = avg(`orders`.`amount`), "
-            "__ivm_agg_2 = sum(`orders`.`amount`)") in out
+    assert ("aggregates: n = count(*), mean = avg(`orders`.`amount`), __ivm_agg_2 = sum(`orders`.`amount`)") in out
     assert "having: SUM(`orders`.`amount`) > 100" in out
     for name in ("__ivm_count", "__ivm_nn_1", "__ivm_sum_1", "__ivm_agg_2", "__ivm_nn_2"):
         assert f"  {name}: " in out
@@ -121,13 +124,23 @@ def test_model_from_stdin(files, capsys, monkeypatch):
 def test_the_real_command(files):
     """The module entry point itself: exit codes and streams."""
     model, schema = files(JOIN)
-    ok = subprocess.run([sys.executable, "-m", "dbt_ivm", "explain", model, "--schema", schema],
-                        check=False, capture_output=True, text=True, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, "-m", "dbt_ivm", "explain", model, "--schema", schema],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("class: inner-join") and "refresh steps:" in ok.stdout
     model, schema = files(WINDOW)
-    refused = subprocess.run([sys.executable, "-m", "dbt_ivm", "explain", model, "--schema", schema],
-                             check=False, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-m", "dbt_ivm", "explain", model, "--schema", schema],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 1
     assert refused.stdout == ""
     assert refused.stderr.startswith("refused: ") and "window function" in refused.stderr

@@ -21,8 +21,12 @@ def test_metric_reads_maps_and_their_text_forms():
 
 
 def test_blind_appends_and_no_data_commits_only_append():
-    history = [commit(7, rows=2), commit(6, "OPTIMIZE", blind=False, rows=None), commit(5, rows=4),
-               commit(4, "UPDATE", blind=False)]
+    history = [
+        commit(7, rows=2),
+        commit(6, "OPTIMIZE", blind=False, rows=None),
+        commit(5, rows=4),
+        commit(4, "UPDATE", blind=False),
+    ]
     assert appended_rows(history, 5, 7) == 6
     assert appended_rows(history, 6, 6) == 0
     assert appended_rows([{**commit(5), "isBlindAppend": "true"}], 5, 5) == 3  # text booleans too

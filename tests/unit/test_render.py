@@ -7,6 +7,7 @@ Regenerate the golden files after an intended change with:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -35,15 +36,23 @@ def golden_sql(name: str) -> str:
 CASES = {
     "build_join": lambda: render.build_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}),
     "delta_join_both_changed": lambda: render.delta_select(
-        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}),
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
+    ),
     "delta_join_one_changed": lambda: render.delta_select(
-        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 7}),
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 7}
+    ),
     "delta_self_join": lambda: render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
     "merge_join": lambda: render.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
     "insert_join": lambda: render.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
     "append_join": lambda: render.append_statement(
-        analyze(JOIN, SCHEMA), BACKING, {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}, ("id", "name"),
-        "key repeats", broadcast=True),
+        analyze(JOIN, SCHEMA),
+        BACKING,
+        {"db.o": 3, "db.c": 5},
+        {"db.o": 4, "db.c": 7},
+        ("id", "name"),
+        "key repeats",
+        broadcast=True,
+    ),
     "view_join": lambda: render.view_select(analyze(JOIN, SCHEMA), BACKING),
     "recompute": lambda: render.consistency_sql(BACKING, render.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
 }
@@ -112,7 +121,9 @@ def test_watermark_round_trip_and_latest():
     assert Watermark.decode(text).sources == {"db.o": 4, "db.c": 7}
     history = [{"version": 5, "userMetadata": None}, {"version": 4, "userMetadata": text}]
     latest = latest_watermark(history)
-    assert latest is not None and latest.commit_version == 4 and latest.created == {"db.o": "Mon Nov 23 04:31:59 UTC 2026"}
+    assert (
+        latest is not None and latest.commit_version == 4 and latest.created == {"db.o": "Mon Nov 23 04:31:59 UTC 2026"}
+    )
     assert latest_watermark([{"version": 1, "userMetadata": "someone else's"}]) is None
 
 
@@ -137,7 +148,7 @@ def test_backing_table_name():
 
 def test_created_times_one_query_per_database():
     class FakeDb:
-        queries: list[str] = []
+        queries: ClassVar[list[str]] = []
 
         def query(self, sql):
             self.queries.append(sql)
@@ -147,5 +158,8 @@ def test_created_times_one_query_per_database():
     db = FakeDb()
     tables = [TableName("db", "o"), TableName("db", "c"), TableName("db2", "o")]
     assert created_times(db, tables) == {
-        "db.o": "Mon Nov 23 04:57:41 UTC 2026", "db.c": "", "db2.o": "Mon Nov 23 04:57:41 UTC 2026"}
+        "db.o": "Mon Nov 23 04:57:41 UTC 2026",
+        "db.c": "",
+        "db2.o": "Mon Nov 23 04:57:41 UTC 2026",
+    }
     assert db.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|c'", "SHOW TABLE EXTENDED IN `db2` LIKE 'o'"]

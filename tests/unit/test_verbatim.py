@@ -63,14 +63,20 @@ def test_a_typed_expression_written_as_another_is_refused():
         verbatim.check_round_trip(tree)
 
 
-@pytest.mark.parametrize("sql,named", [
-    ("select t.id, my_udf(t.x) as e from db.t t", "my_udf()"),
-    ("select t.id from db.t t where my_udf(t.x) > 0", "my_udf()"),
-    ("select t.id, mydb.upper(t.s) as e from db.t t", "mydb.upper()"),  # qualified: a UDF, not the built-in
-])
+@pytest.mark.parametrize(
+    "sql,named",
+    [
+        ("select t.id, my_udf(t.x) as e from db.t t", "my_udf()"),
+        ("select t.id from db.t t where my_udf(t.x) > 0", "my_udf()"),
+        ("select t.id, mydb.upper(t.s) as e from db.t t", "mydb.upper()"),  # qualified: a UDF, not the built-in
+    ],
+)
 def test_unknown_functions_are_refused_unless_declared(sql, named):
-    with pytest.raises(UnsupportedView, match=rf"function {named.replace('(', '[(]').replace(')', '[)]')}, "
-                                              r"which is not a Spark built-in .*deterministic_functions="):
+    with pytest.raises(
+        UnsupportedView,
+        match=rf"function {named.replace('(', '[(]').replace(')', '[)]')}, "
+        r"which is not a Spark built-in .*deterministic_functions=",
+    ):
         analyze(sql, SCHEMA)
     declared = named.rstrip("()")
     plan = analyze(sql, SCHEMA, functions=[declared.upper()])
@@ -85,13 +91,16 @@ def test_declared_functions_enter_the_definition_hash():
     assert analyze("select t.id from db.t t", SCHEMA).functions == ()
 
 
-@pytest.mark.parametrize("sql,construct", [
-    ("select t.id, uuid() as u from db.t t", "non-deterministic function uuid()"),
-    ("select t.id, randstr(3) as u from db.t t", "non-deterministic function randstr()"),
-    ("select t.id, stddev(t.x) as u from db.t t", "aggregate stddev()"),
-    ("select t.id, rank() as u from db.t t", "window function rank()"),
-    ("select t.id, posexplode(t.a) from db.t t", "generator or LATERAL"),
-])
+@pytest.mark.parametrize(
+    "sql,construct",
+    [
+        ("select t.id, uuid() as u from db.t t", "non-deterministic function uuid()"),
+        ("select t.id, randstr(3) as u from db.t t", "non-deterministic function randstr()"),
+        ("select t.id, stddev(t.x) as u from db.t t", "aggregate stddev()"),
+        ("select t.id, rank() as u from db.t t", "window function rank()"),
+        ("select t.id, posexplode(t.a) from db.t t", "generator or LATERAL"),
+    ],
+)
 def test_spark_builtins_that_cannot_be_maintained_are_refused_by_name(sql, construct):
     with pytest.raises(UnsupportedView, match=construct.replace("(", "[(]").replace(")", "[)]")):
         analyze(sql, SCHEMA)

@@ -1,4 +1,4 @@
-from dbt.adapters.base import AdapterPlugin
+from dbt.adapters.base.plugin import AdapterPlugin
 
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager, IvmSparkCredentials  # noqa: F401
 from dbt.adapters.ivm_spark.impl import IvmSparkAdapter

@@ -10,8 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from dbt.adapters.base import available
-from dbt.adapters.base.impl import AdapterTrackingRelationInfo
+from dbt.adapters.base.meta import available
+from dbt.adapters.base.relation import AdapterTrackingRelationInfo
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
@@ -28,7 +28,7 @@ logger = AdapterLogger("ivm_spark")
 class _ConnectionDatabase:
     """`maintain.Database` over the adapter's current dbt connection (SQL is logged by dbt)."""
 
-    def __init__(self, adapter: "IvmSparkAdapter"):
+    def __init__(self, adapter: IvmSparkAdapter):
         self.adapter = adapter
 
     def execute(self, sql: str) -> None:
@@ -37,7 +37,7 @@ class _ConnectionDatabase:
     def query(self, sql: str) -> list[dict[str, Any]]:
         _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
         names = [d[0] for d in cursor.description or []]
-        return [dict(zip(names, tuple(row))) for row in cursor.fetchall() or []]
+        return [dict(zip(names, tuple(row), strict=True)) for row in cursor.fetchall() or []]
 
 
 def _table(relation: Any) -> TableName:
@@ -57,7 +57,8 @@ class IvmSparkAdapter(SparkAdapter):
     @classmethod
     def get_adapter_run_info(cls, config: RelationConfig) -> AdapterTrackingRelationInfo:
         # dbt derives the module from the class name ('ivmspark'); ours is 'ivm_spark'.
-        return AdapterTrackingRelationInfo(
+        # mypy sees Hashable.__hash__ as abstract here; the frozen dataclass is hashable (dbt builds it alike)
+        return AdapterTrackingRelationInfo(  # type: ignore[abstract]
             adapter_name="ivm_spark",
             base_adapter_version=import_module("dbt.adapters.__about__").version,
             adapter_version=import_module("dbt.adapters.ivm_spark.__version__").version,
@@ -65,20 +66,34 @@ class IvmSparkAdapter(SparkAdapter):
         )
 
     @available
-    def fast_mv_materialize(self, relation: Any, sql: str, full_refresh: bool = False,
-                            unique_key: Any = None, deterministic_functions: Any = None) -> dict[str, Any]:
+    def fast_mv_materialize(
+        self,
+        relation: Any,
+        sql: str,
+        full_refresh: bool = False,
+        unique_key: Any = None,
+        deterministic_functions: Any = None,
+    ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
         `unique_key` (the model config): output columns the user declares unique; appends then
         skip the probe of the stored rows. `deterministic_functions` (the model config): functions
         that are not Spark built-ins (UDFs) the user declares deterministic.
         """
-        functions = [deterministic_functions] if isinstance(deterministic_functions, str) else (
-            list(deterministic_functions or []))
+        functions = (
+            [deterministic_functions]
+            if isinstance(deterministic_functions, str)
+            else (list(deterministic_functions or []))
+        )
         try:
             outcome = maintain.materialize(
-                _ConnectionDatabase(self), _table(relation), sql, full_refresh=full_refresh, log=logger.info,
-                unique_key=unique_key, functions=functions,
+                _ConnectionDatabase(self),
+                _table(relation),
+                sql,
+                full_refresh=full_refresh,
+                log=logger.info,
+                unique_key=unique_key,
+                functions=functions,
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -87,7 +87,6 @@ NONDETERMINISTIC_NAMES = (
             "input_file_name",
             "input_file_block_start",
             "input_file_block_length",
-            "unix_timestamp",
             "rand_str",
             "try_reflect",
             "reflect",
@@ -97,6 +96,8 @@ NONDETERMINISTIC_NAMES = (
     )
     | spark_functions.NONDETERMINISTIC
 )
+# The current time when called without an argument, a function of its arguments otherwise.
+NOW_WITHOUT_ARGUMENTS = frozenset({"unix_timestamp"})
 GENERATOR_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Explode,  # also ExplodeOuter, Posexplode, PosexplodeOuter
     exp.Inline,
@@ -212,7 +213,11 @@ def check_constructs(tree: exp.Expr, functions: frozenset[str] = frozenset()) ->
         if isinstance(node, exp.With) and node.args.get("recursive"):
             raise _refuse("WITH RECURSIVE", node, "use materialized='table'")
         if isinstance(node, NONDETERMINISTIC_CLASSES) or (
-            isinstance(node, exp.Func) and _func_key(node) in NONDETERMINISTIC_NAMES
+            isinstance(node, exp.Func)
+            and (
+                _func_key(node) in NONDETERMINISTIC_NAMES
+                or (_func_key(node) in NOW_WITHOUT_ARGUMENTS and not node.expressions)
+            )
         ):
             raise _refuse(
                 f"non-deterministic function {_func_name(node)}()",

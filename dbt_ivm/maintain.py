@@ -247,6 +247,12 @@ def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, in
     return mark, int(rows[0]["version"]) if rows else -1
 
 
+def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
+    """The Spark type of each of the view's columns (DESCRIBE QUERY: planned, not run)."""
+    rows = db.query(f"DESCRIBE QUERY {plan.normalized_sql}")
+    return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
+
+
 def session_settings(db: Database) -> dict[str, str]:
     """The session's values of `MEANING_SETTINGS` (one `SET -v` for all, defaults included)."""
     rows = db.query("SET -v")
@@ -363,6 +369,7 @@ class Maintainer:
             check_source(info)
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos}, self.functions)
         render.ensure_maintainable(plan)
+        render.ensure_groupable(output_types(self.db, plan))
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         created = created_times(self.db, plan.tables)
         self.settings = session_settings(self.db)

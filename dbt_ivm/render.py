@@ -74,6 +74,20 @@ def ensure_maintainable(plan: ViewPlan) -> None:
         )
 
 
+def ensure_groupable(output_types: Mapping[str, str]) -> None:
+    """Refuse output columns of MAP or VARIANT type (or holding one): the view stores its rows
+    grouped by their values, and Spark rewrites a map it groups by (keys sorted, NULL values
+    lost) and cannot group a VARIANT, so the stored value would differ from the model's."""
+    for name, spark_type in output_types.items():
+        if "map<" in spark_type.lower() or "variant" in spark_type.lower():
+            raise UnsupportedView(
+                f"column {name} of type {spark_type}, which fast_mv cannot store exactly (Spark changes MAP "
+                "values when it groups rows by them, and cannot group VARIANT)",
+                "select what the view needs from it (element_at, map_values, to_json, variant_get), or use "
+                "materialized='table'",
+            )
+
+
 # --- row identities and source relations -------------------------------------------
 
 
@@ -111,12 +125,23 @@ def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> ex
     return select.subquery(ident(source.alias))
 
 
+# Types whose values Spark changes when it groups by them: -0.0 becomes 0.0 (also inside arrays
+# and structs), a map's keys are sorted and its NULL values lost; VARIANT cannot be grouped at all.
+NORMALIZED_WHEN_GROUPED = ("double", "float", "map<", "variant")
+
+
+def normalized_when_grouped(spark_type: str) -> bool:
+    return any(t in spark_type.lower() for t in NORMALIZED_WHEN_GROUPED)
+
+
 def change_select(source: Source, start: int, end: int) -> exp.Select:
     """Net change of one source between two versions, per row identity.
 
     `__ivm_d` is +n for n more copies, -n for n fewer: an update's pre- and
     post-image cancel when the view reads none of the changed columns, and a row
-    inserted then deleted between two refreshes nets to nothing.
+    inserted then deleted between two refreshes nets to nothing. A column whose values
+    grouping would change (`normalized_when_grouped`) is grouped by its text, which tells
+    -0.0 from 0.0 and keeps a map's order and NULLs, and carried through as one of its values.
     """
     feed = exp.Table(this=func("table_changes", lit(source.table.sql()), lit(start), lit(end)))
     sign = exp.If(
@@ -130,11 +155,20 @@ def change_select(source: Source, start: int, end: int) -> exp.Select:
         .select(rid_expression(source.columns).as_(ident(RID_COLUMN)), sign.as_(ident(SIGN_COLUMN)))
     )
     total = exp.Sum(this=col(SIGN_COLUMN))
+    values: list[exp.Expr] = []
+    keys: list[exp.Expr] = [col(RID_COLUMN)]
+    for name, spark_type in source.columns:
+        if normalized_when_grouped(spark_type):
+            values.append(func("any_value", col(name)).as_(ident(name)))
+            keys.append(exp.Cast(this=col(name), to=exp.DataType.build("string")))
+        else:
+            values.append(col(name))
+            keys.append(col(name))
     netted = (
-        exp.select(*source_columns(source))
+        exp.select(*values)
         .select(col(RID_COLUMN), total.as_(ident(DELTA_COLUMN)))
         .from_(rows.subquery(ident(f"{HIDDEN_PREFIX}feed")))
-        .group_by(col(RID_COLUMN), *source_columns(source))
+        .group_by(*keys)
         .having(exp.NEQ(this=total.copy(), expression=lit(0)))
     )
     return netted

@@ -73,14 +73,30 @@ def _unit_call(name: str) -> Callable[[SparkParser], exp.Expr]:
 
 
 def _position(self: SparkGenerator, expression: exp.StrPosition) -> str:
-    """POSITION(sub IN s) as written: Spark's generator would write LOCATE(sub, s)."""
+    """POSITION as written (`POSITION(sub IN s)`, `POSITION(sub, s, start)`): Spark's generator
+    would write LOCATE, or sqlglot's own STR_POSITION, which Spark does not have."""
+    sub, string = self.sql(expression, "substr"), self.sql(expression, "this")
     if expression.args.get("position") is not None:
-        return self.function_fallback_sql(expression)
-    return f"POSITION({self.sql(expression, 'substr')} IN {self.sql(expression, 'this')})"
+        return f"POSITION({sub}, {string}, {self.sql(expression, 'position')})"
+    return f"POSITION({sub} IN {string})"
+
+
+def _shift(operator: str) -> Callable[[SparkGenerator, exp.Binary], str]:
+    """`a << b` / `a >> b` as written: Spark's generator writes SHIFTLEFT / SHIFTRIGHT calls."""
+
+    def write(self: SparkGenerator, expression: exp.Binary) -> str:
+        return self.binary(expression, operator)
+
+    return write
 
 
 class Verbatim(Spark):
     """Spark SQL with every function call kept as the model wrote it."""
+
+    class Tokenizer(Spark.Tokenizer):
+        # Spark 4 reads a doubled quote inside a string as the quote ('it''s' is it's), not as
+        # two adjacent literals; the generator writes it back escaped with a backslash.
+        STRING_ESCAPES: ClassVar[list[str]] = ["\\", "'"]
 
     class Parser(SparkParser):
         FUNCTIONS: ClassVar[dict[str, Callable[..., Any]]] = {
@@ -95,6 +111,8 @@ class Verbatim(Spark):
         TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
             **Spark.Generator.TRANSFORMS,
             exp.StrPosition: _position,
+            exp.BitwiseLeftShift: _shift("<<"),
+            exp.BitwiseRightShift: _shift(">>"),
         }
 
 
@@ -136,13 +154,23 @@ def to_sql(expression: exp.Expr) -> str:
 def _canonical(tree: exp.Expr) -> exp.Expr:
     """`tree` with the spellings Spark reads alike made one: a typed literal (DATE '…', parsed as
     a CAST) and the CAST that writes it (Spark's CAST parses as sqlglot's non-safe TryCast); the
-    COALESCE that sqlglot writes for a USING join and the plain call it reads back."""
+    COALESCE that sqlglot writes for a USING join, and the CONCAT it writes for adjacent string
+    literals ('it''s' is 'it' 's' in Spark), and the plain calls they read back as; a struct
+    field `t.st.a`, qualified as a field of a column and read back as a three-part column."""
 
     def one(node: exp.Expr) -> exp.Expr:
         if type(node) is exp.Cast:
             return exp.TryCast(this=node.this, to=node.to)
         if isinstance(node, exp.Coalesce):
             return exp.Anonymous(this="COALESCE", expressions=[node.this, *node.expressions])
+        if type(node) is exp.Concat and not node.args.get("safe") and not node.args.get("coalesce"):
+            return exp.Anonymous(this="CONCAT", expressions=list(node.expressions))
+        if isinstance(node, exp.Column) and node.args.get("db") is not None:
+            parts = node.parts
+            field: exp.Expr = exp.Column(this=parts[1], table=parts[0])
+            for part in parts[2:]:
+                field = exp.Dot(this=field, expression=part)
+            return field
         return node
 
     return tree.copy().transform(one)

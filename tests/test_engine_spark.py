@@ -9,6 +9,7 @@ from dbt_ivm import render
 from dbt_ivm.errors import SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql, table_exists
+from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
 DB = "ivm_engine_test"
@@ -17,15 +18,8 @@ JOIN = f"select o.id, o.amt, c.name from {DB}.o o join {DB}.c c on o.cust = c.ci
 
 @pytest.fixture()
 def sources(spark):
-    spark.sql(f"drop database if exists {DB} cascade")
-    spark.sql(f"create database {DB}")
-    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
-    spark.sql(f"create table {DB}.o (id int, cust int, amt double) {cdf}")
-    spark.sql(f"create table {DB}.c (cid int, name string) {cdf}")
-    spark.sql(f"insert into {DB}.o select id, id % 50, id * 1.5 from range(2000)")
-    spark.sql(f"insert into {DB}.c select id, concat('n', id) from range(50)")
-    yield
-    spark.sql(f"drop database if exists {DB} cascade")
+    with orders_and_customers(spark, DB, orders=2000, customers=50):
+        yield
 
 
 def mv(db, name="v", sql=JOIN, unique_key=None):
@@ -246,9 +240,7 @@ def test_recreated_source_fails_loudly(spark, spark_db, sources):
     mv(spark_db).materialize()
     time.sleep(1.1)  # the catalog's creation time has second resolution
     spark.sql(f"drop table {DB}.c")
-    spark.sql(
-        f"create table {DB}.c (cid int, name string) using delta tblproperties (delta.enableChangeDataFeed = true)"
-    )
+    spark.sql(f"create table {DB}.c (cid int, name string) {CDF}")
     for i in range(3):
         spark.sql(f"insert into {DB}.c values ({i}, 'x')")
     with pytest.raises(StateError, match="dropped and created again"):

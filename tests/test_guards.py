@@ -12,6 +12,7 @@ import pytest
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql
+from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
 DB = "ivm_guard_test"
@@ -21,15 +22,8 @@ LOST = "another run of .* committed first"
 
 @pytest.fixture()
 def sources(spark):
-    spark.sql(f"drop database if exists {DB} cascade")
-    spark.sql(f"create database {DB}")
-    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
-    spark.sql(f"create table {DB}.o (id int, cust int, amt double) {cdf}")
-    spark.sql(f"create table {DB}.c (cid int, name string) {cdf}")
-    spark.sql(f"insert into {DB}.o select id, id % 20, id * 1.5 from range(200)")
-    spark.sql(f"insert into {DB}.c select id, concat('n', id) from range(20)")
-    yield
-    spark.sql(f"drop database if exists {DB} cascade")
+    with orders_and_customers(spark, DB, orders=200, customers=20):
+        yield
 
 
 def mv(db, sql: str = JOIN, unique_key=None, hook: Callable[[], None] | None = None) -> Maintainer:
@@ -194,7 +188,7 @@ def test_a_unique_key_that_the_data_breaks_across_refreshes_is_loud_and_repaired
     """(1, 10) re-delivered is appended without a probe (a second stored copy); a later delete and
     re-insert of id 1 nets to -1, which the MERGE applied to both copies: the row was lost."""
     sql = f"select k.id, k.val from {DB}.k k"
-    spark.sql(f"create table {DB}.k (id int, val int) using delta tblproperties (delta.enableChangeDataFeed = true)")
+    spark.sql(f"create table {DB}.k (id int, val int) {CDF}")
     spark.sql(f"insert into {DB}.k values (1, 10), (2, 20)")
     key = ("id",)
     mv(spark_db, sql, unique_key=key).materialize()
@@ -212,9 +206,7 @@ def test_a_unique_key_that_the_data_breaks_across_refreshes_is_loud_and_repaired
 
 def test_a_session_in_another_time_zone_rebuilds(spark, spark_db, sources):
     sql = f"select t.id, cast(t.ts as date) as d, date_format(t.ts, 'HH') as h from {DB}.t t"
-    spark.sql(
-        f"create table {DB}.t (id int, ts timestamp) using delta tblproperties (delta.enableChangeDataFeed = true)"
-    )
+    spark.sql(f"create table {DB}.t (id int, ts timestamp) {CDF}")
     zone = spark.conf.get("spark.sql.session.timeZone")
     try:
         spark.conf.set("spark.sql.session.timeZone", "UTC")

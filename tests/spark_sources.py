@@ -1,0 +1,24 @@
+"""Source tables the engine's Spark tests share: orders `o` joined to customers `c`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+CDF = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+
+
+@contextmanager
+def orders_and_customers(spark: Any, db: str, orders: int, customers: int) -> Iterator[None]:
+    """A fresh database `db` with `o(id, cust, amt)` (`orders` rows) and `c(cid, name)`; dropped after."""
+    spark.sql(f"drop database if exists {db} cascade")
+    spark.sql(f"create database {db}")
+    spark.sql(f"create table {db}.o (id int, cust int, amt double) {CDF}")
+    spark.sql(f"create table {db}.c (cid int, name string) {CDF}")
+    spark.sql(f"insert into {db}.o select id, id % {customers}, id * 1.5 from range({orders})")
+    spark.sql(f"insert into {db}.c select id, concat('n', id) from range({customers})")
+    try:
+        yield
+    finally:
+        spark.sql(f"drop database if exists {db} cascade")

@@ -164,19 +164,24 @@ def _table_name(table: exp.Table) -> TableName:
     return TableName(db=table.db or None, name=table.name, catalog=table.catalog or None)
 
 
-def source_tables(sql: str) -> list[TableName]:
-    """The tables the model reads, in order of first appearance; CTE names excluded."""
-    tree = parse(sql)
+def source_references(tree: exp.Expr) -> list[exp.Table]:
+    """Every place the model names a source table, in the order of the SQL text: CTE names,
+    table-valued functions and the aliases hints name (/*+ BROADCAST(c) */) excluded."""
     ctes = _cte_names(tree)
-    seen: dict[str, TableName] = {}
-    tables = sorted(tree.find_all(exp.Table), key=lambda t: t.this.meta.get("start", 0) if t.this else 0)
-    for table in tables:  # in the order the SQL text names them
+    refs = []
+    for table in tree.find_all(exp.Table):
         if not table.name or (not table.db and table.name.lower() in ctes):
             continue
-        if isinstance(table.this, exp.Func):  # table-valued function
+        if not isinstance(table.this, exp.Identifier) or table.find_ancestor(exp.Hint) is not None:
             continue
-        if table.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(c) */ names an alias
-            continue
+        refs.append(table)
+    return sorted(refs, key=lambda t: t.this.meta.get("start", 0))
+
+
+def source_tables(sql: str) -> list[TableName]:
+    """The tables the model reads, in order of first appearance; CTE names excluded."""
+    seen: dict[str, TableName] = {}
+    for table in source_references(parse(sql)):
         name = _table_name(table)
         seen.setdefault(name.key, name)
     return list(seen.values())

@@ -12,7 +12,7 @@ from typing import cast
 from sqlglot import TokenType, exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import parse
+from dbt_ivm.analyze import parse, source_references
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -74,12 +74,16 @@ def ensure_maintainable(plan: ViewPlan) -> None:
         )
 
 
+# Types a view column cannot have: Spark rewrites a MAP it groups by and cannot group a VARIANT.
+UNGROUPABLE = ("map<", "variant")
+
+
 def ensure_groupable(output_types: Mapping[str, str]) -> None:
     """Refuse output columns of MAP or VARIANT type (or holding one): the view stores its rows
     grouped by their values, and Spark rewrites a map it groups by (keys sorted, NULL values
     lost) and cannot group a VARIANT, so the stored value would differ from the model's."""
     for name, spark_type in output_types.items():
-        if "map<" in spark_type.lower() or "variant" in spark_type.lower():
+        if any(t in spark_type.lower() for t in UNGROUPABLE):
             raise UnsupportedView(
                 f"column {name} of type {spark_type}, which fast_mv cannot store exactly (Spark changes MAP "
                 "values when it groups rows by them, and cannot group VARIANT)",
@@ -127,7 +131,7 @@ def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> ex
 
 # Types whose values Spark changes when it groups by them: -0.0 becomes 0.0 (also inside arrays
 # and structs), a map's keys are sorted and its NULL values lost; VARIANT cannot be grouped at all.
-NORMALIZED_WHEN_GROUPED = ("double", "float", "map<", "variant")
+NORMALIZED_WHEN_GROUPED = ("double", "float", *UNGROUPABLE)
 
 
 def normalized_when_grouped(spark_type: str) -> bool:
@@ -557,14 +561,8 @@ def pin_versions(model_sql: str, versions: Mapping[str, int]) -> str:
     goes): the query is exactly the one dbt compiled, never sqlglot's rewrite of it, so the
     consistency test can catch the engine.
     """
-    tree = parse(model_sql)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     inserts: list[tuple[int, str]] = []
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier) or table.find_ancestor(exp.Hint) is not None:
-            continue
-        if not table.db and table.name.lower() in ctes:
-            continue
+    for table in source_references(parse(model_sql)):
         key = TableName(table.db or None, table.name, table.catalog or None).key
         end = table.this.meta.get("end")
         if key in versions and end is not None:

@@ -8,7 +8,7 @@ names it; nothing unsupported passes silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import sqlglot
@@ -28,17 +28,20 @@ from dbt_ivm.ir import (
     COUNT_COLUMN,
     HIDDEN_PREFIX,
     Aggregate,
+    AggregateFunction,
     HiddenColumn,
     InnerGroup,
     JoinNode,
     Leaf,
     OuterJoin,
     OutputColumn,
+    Role,
     Side,
     Source,
     TableName,
     ViewClass,
     ViewPlan,
+    group_column,
     is_hidden,
 )
 
@@ -106,15 +109,51 @@ GENERATOR_CLASSES: tuple[type[exp.Expr], ...] = (
     exp.Stack,
 )
 GENERATOR_NAMES = frozenset({"json_tuple"}) | spark_functions.GROUPS["generator_funcs"]
-SUPPORTED_AGGREGATES: dict[type[exp.Expr], str] = {
-    exp.Count: "count",
-    exp.Sum: "sum",
-    exp.Avg: "avg",
-    exp.Min: "min",
-    exp.Max: "max",
+# Aggregates with an algebraic rule (see `classes.aggregate`); DISTINCT ones are recomputed.
+ALGEBRAIC_AGGREGATES: dict[type[exp.Expr], AggregateFunction] = {
+    exp.Count: AggregateFunction.COUNT,
+    exp.Sum: AggregateFunction.SUM,
+    exp.Avg: AggregateFunction.AVG,
+    exp.Min: AggregateFunction.MIN,
+    exp.Max: AggregateFunction.MAX,
 }
-# Spark's other aggregates: parsed as plain calls (see `verbatim`), refused by name.
-AGGREGATE_NAMES = spark_functions.GROUPS["agg_funcs"] - {"count", "sum", "avg", "min", "max"}
+# Spark's other aggregates are parsed as plain calls (see `verbatim`) and recomputed for the groups
+# a change touches, except these, whose value depends on the order of the rows (which Spark does
+# not define) or on how they are split: a recompute may give another value than the model's SQL.
+ORDER_SENSITIVE_AGGREGATES = frozenset(
+    {
+        "any_value",
+        "first",
+        "first_value",
+        "last",
+        "last_value",
+        "array_agg",
+        "collect_list",
+        "listagg",
+        "string_agg",
+        "max_by",
+        "min_by",
+        "mode",
+        "approx_percentile",
+        "percentile_approx",
+        "histogram_numeric",
+        "approx_top_k",
+        "approx_top_k_accumulate",
+        "approx_top_k_combine",
+        "count_min_sketch",
+        "hll_sketch_agg",
+        "hll_union_agg",
+        "kll_sketch_agg_bigint",
+        "kll_sketch_agg_double",
+        "kll_sketch_agg_float",
+        "theta_sketch_agg",
+        "theta_union_agg",
+        "theta_intersection_agg",
+        "grouping",
+        "grouping_id",
+    }
+)
+AGGREGATE_NAMES = spark_functions.GROUPS["agg_funcs"]
 WINDOW_NAMES = spark_functions.GROUPS["window_funcs"]
 BUILTIN_NAMES = frozenset().union(*spark_functions.GROUPS.values()) | verbatim.GRAMMAR_FUNCTIONS
 ORIGINAL_NAME = "ivm_original"  # identifier meta: the spelling the model used, before normalization
@@ -257,32 +296,14 @@ def check_constructs(tree: exp.Expr, functions: frozenset[str] = frozenset()) ->
                 node,
                 "rewrite it as a JOIN, or use materialized='table'",
             )
-        if isinstance(node, exp.Filter):
-            raise _refuse(
-                f"aggregate FILTER clause {_snippet(node)}",
-                node,
-                "put the condition inside the aggregate, e.g. SUM(CASE WHEN cond THEN x END) "
-                "or COUNT(CASE WHEN cond THEN 1 END)",
-            )
         if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)):
             raise _refuse(
                 f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS",
                 node,
                 "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway",
             )
-        if isinstance(node, exp.AggFunc):
+        if _is_aggregate(node):
             _check_aggregate(node)
-        if (isinstance(node, exp.Anonymous) and _func_key(node) in AGGREGATE_NAMES) or (
-            isinstance(node, exp.Any)  # Spark's any(bool) aggregate, not x = ANY (...) or LIKE ANY (...)
-            and not isinstance(node.this, (exp.Subquery, exp.Query))
-            and not isinstance(node.parent, exp.Binary)
-        ):
-            raise _refuse(
-                f"aggregate {_func_name(node)}()",
-                node,
-                "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
-                "use materialized='table' for this model",
-            )
         if isinstance(node, exp.Anonymous):
             _check_function(node, functions)
         if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
@@ -420,26 +441,56 @@ def _check_join(join: exp.Join) -> None:
         )
 
 
-def _check_aggregate(node: exp.AggFunc) -> None:
-    name = SUPPORTED_AGGREGATES.get(type(node))
-    if name is None:
+def _is_aggregate(node: exp.Expr) -> bool:
+    """An aggregate call: a typed one, a plain call of a Spark aggregate, or one with FILTER or WITHIN GROUP."""
+    if isinstance(node, (exp.Filter, exp.WithinGroup)):
+        return _is_aggregate(node.this)
+    if isinstance(node, exp.AggFunc):
+        return True
+    if isinstance(node, exp.Anonymous):
+        return _func_key(node) in AGGREGATE_NAMES
+    # Spark's any(bool) aggregate, not x = ANY (...) or LIKE ANY (...)
+    return (
+        isinstance(node, exp.Any)
+        and not isinstance(node.this, (exp.Subquery, exp.Query))
+        and not isinstance(node.parent, exp.Binary)
+    )
+
+
+def aggregate_calls(expr: exp.Expr) -> Iterator[exp.Expr]:
+    """The aggregate calls in `expr`, outermost first, not looking inside one."""
+    if _is_aggregate(expr):
+        yield expr
+        return
+    for child in expr.iter_expressions():
+        yield from aggregate_calls(child)
+
+
+def _check_aggregate(node: exp.Expr) -> None:
+    name = _func_key(node.this if isinstance(node, (exp.Filter, exp.WithinGroup)) else node)
+    if name in ORDER_SENSITIVE_AGGREGATES:
         raise _refuse(
-            f"aggregate {_func_name(node)}()",
+            f"aggregate {_func_name(node)}(), whose value depends on the order of the rows (which Spark does not "
+            "define), so a recompute may give another value",
             node,
-            "supported aggregates are COUNT(*), COUNT(x), SUM, AVG, MIN and MAX; "
-            "use materialized='table' for this model",
+            "use an aggregate that does not depend on row order (min, max, collect_set, count(DISTINCT …)), "
+            "or use materialized='table' for this model",
         )
-    arg = node.this
-    if isinstance(arg, exp.Distinct) or node.args.get("distinct"):
-        raise _refuse(
-            f"{name.upper()}(DISTINCT ...)",
-            node,
-            "aggregate a fast_mv that selects DISTINCT, or use materialized='table'",
-        )
-    if node.args.get("expressions"):
-        raise _refuse(f"{name.upper()} with several arguments", node, "aggregate one expression")
-    if arg is not None and any(isinstance(a, exp.AggFunc) for a in arg.find_all(exp.AggFunc)):
-        raise _refuse("nested aggregate", node, "use materialized='table'")
+    core = node.this if isinstance(node, (exp.Filter, exp.WithinGroup)) else node
+    for inner in node.walk():
+        if inner is not node and inner is not core and _is_aggregate(inner):
+            raise _refuse("nested aggregate", node, "use materialized='table'")
+
+
+def _aggregate_rule(call: exp.Expr) -> tuple[AggregateFunction, exp.Expr | None]:
+    """The maintenance rule of an aggregate call and its argument (None: none, or recomputed)."""
+    function = ALGEBRAIC_AGGREGATES.get(type(call))
+    arg = call.this
+    if function is None or isinstance(arg, exp.Distinct) or call.args.get("distinct") or call.args.get("expressions"):
+        return AggregateFunction.RECOMPUTED, None
+    if function is AggregateFunction.COUNT and (arg is None or isinstance(arg, (exp.Star, exp.Literal))):
+        return AggregateFunction.COUNT_STAR, None  # COUNT(1) counts rows like COUNT(*)
+    return function, arg
 
 
 def _nested_schema(schema: Schema) -> dict[str, Any]:
@@ -831,7 +882,7 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
     aggregated = bool(group_by or aggregates or distinct or having is not None)
     view_class = _classify(sources, tree_node, aggregated)
-    hidden = _hidden_columns(view_class, sources, aggregates)
+    hidden = _hidden_columns(view_class, sources, group_by, aggregates)
     verbatim.check_round_trip(select)
     return ViewPlan(
         view_class=view_class,
@@ -1138,31 +1189,21 @@ def _aggregation(
     if distinct and group_by:
         raise _refuse("DISTINCT together with GROUP BY", select, "drop DISTINCT: GROUP BY rows are distinct")
     _check_aggregate_places(select)
-    calls = [agg for out in outputs for agg in out.expression.find_all(exp.AggFunc)]
+    calls = [agg for out in outputs for agg in aggregate_calls(out.expression)]
     if having is not None:
-        calls += list(having.find_all(exp.AggFunc))
+        calls += list(aggregate_calls(having))
     if distinct and calls:
         raise _refuse("DISTINCT together with aggregates", select, "drop DISTINCT, or GROUP BY the columns")
     if group_by or calls or having is not None:  # HAVING alone makes Spark aggregate globally
         _check_grouped(outputs, having, group_by)
+    if distinct:
+        group_by = tuple(o.expression for o in outputs)  # one group per distinct row
     by_key: dict[str, Aggregate] = {}
-    for agg in calls:
-        func = SUPPORTED_AGGREGATES[type(agg)]
-        arg = agg.this
-        if func == "count" and (arg is None or isinstance(arg, (exp.Star, exp.Literal))):
-            func, arg = "count_star", None  # COUNT(1) counts rows like COUNT(*)
-        key = f"{func}({arg.sql(dialect=DIALECT) if arg is not None else '*'})"
-        if key in by_key:
-            continue
-        k = len(by_key)
-        direct = [o.name for o in outputs if o.expression == agg]
-        output = direct[0] if direct else f"{HIDDEN_PREFIX}agg_{k}"
-        helpers: tuple[str, ...] = ()
-        if func in ("sum", "avg", "min", "max"):
-            helpers = (f"{HIDDEN_PREFIX}nn_{k}",)
-        if func == "avg":
-            helpers += (f"{HIDDEN_PREFIX}sum_{k}",)
-        by_key[key] = Aggregate(func, arg, output, helpers)
+    for call in calls:
+        key = call.sql(dialect=DIALECT)
+        if key not in by_key:
+            function, argument = _aggregate_rule(call)
+            by_key[key] = Aggregate(len(by_key), function, call, argument)
     return group_by, tuple(by_key.values()), having, distinct
 
 
@@ -1171,7 +1212,7 @@ def _check_aggregate_places(select: exp.Select) -> None:
     places = [("WHERE", select.args.get("where")), ("GROUP BY", select.args.get("group"))]
     places += [("JOIN ... ON", j) for j in select.args.get("joins") or []]
     for place, node in places:
-        agg = node.find(exp.AggFunc) if node is not None else None
+        agg = next((n for n in node.walk() if _is_aggregate(n)), None) if node is not None else None
         if agg is not None:
             raise _refuse(
                 f"aggregate {_snippet(agg)} in {place}", agg, "aggregates belong in the SELECT list or HAVING"
@@ -1192,7 +1233,7 @@ def _check_grouped(outputs: tuple[OutputColumn, ...], having: exp.Expr | None, g
 
 
 def _ungrouped_column(expr: exp.Expr, keys: set[str]) -> exp.Column | None:
-    if isinstance(expr, exp.AggFunc) or expr.sql(dialect=DIALECT) in keys:
+    if _is_aggregate(expr) or expr.sql(dialect=DIALECT) in keys:
         return None
     if isinstance(expr, exp.Column):
         return expr
@@ -1212,18 +1253,14 @@ def _classify(sources: tuple[Source, ...], tree: JoinNode, aggregated: bool) -> 
 
 
 def _hidden_columns(
-    view_class: ViewClass, sources: tuple[Source, ...], aggregates: tuple[Aggregate, ...]
+    view_class: ViewClass,
+    sources: tuple[Source, ...],
+    group_by: tuple[exp.Expr, ...],
+    aggregates: tuple[Aggregate, ...],
 ) -> tuple[HiddenColumn, ...]:
     if view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN):
-        cols = [HiddenColumn(COUNT_COLUMN, "rows in the group")]
-        for agg in aggregates:
-            call = f"{agg.func}({agg.argument.sql(dialect=DIALECT) if agg.argument is not None else '*'})"
-            if is_hidden(agg.output):
-                cols.append(HiddenColumn(agg.output, f"value of {call} (not a column of the view)"))
-            for h in agg.helpers:
-                role = "sum" if h.startswith(f"{HIDDEN_PREFIX}sum_") else "count of the non-NULL arguments"
-                cols.append(HiddenColumn(h, f"{role} of {call}"))
-        return tuple(cols)
-    cols = [HiddenColumn(s.rid, f"row identity of {s.alias} ({s.table})") for s in sources]
-    cols.append(HiddenColumn(COUNT_COLUMN, "multiplicity of the row"))
-    return tuple(cols)
+        keys = [HiddenColumn(group_column(i), Role.GROUP_KEY, g.sql(dialect=DIALECT)) for i, g in enumerate(group_by)]
+        count = HiddenColumn(COUNT_COLUMN, Role.GROUP_COUNT)
+        return (*keys, count, *(h for agg in aggregates for h in agg.state))
+    rids = [HiddenColumn(s.rid, Role.ROW_IDENTITY, f"{s.alias} ({s.table})") for s in sources]
+    return (*rids, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))

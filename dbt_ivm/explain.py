@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbt_ivm import render
 from dbt_ivm.analyze import DIALECT, Schema, analyze
+from dbt_ivm.classes import rules_for
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
-    Aggregate,
     InnerGroup,
     JoinNode,
     Leaf,
@@ -39,50 +38,22 @@ def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:
     return lines
 
 
-def _call(agg: Aggregate) -> str:
-    if agg.func == "count_star":
-        return "count(*)"
-    return f"{agg.func}({agg.argument.sql(dialect=DIALECT) if agg.argument is not None else ''})"
-
-
 def refresh_steps(plan: ViewPlan) -> list[str]:
     """For each source table, what a change to it triggers."""
-    lines = []
-    maintained = plan.view_class in render.MAINTAINED
-    for table in plan.tables:
-        occurrences = [s for s in plan.sources if s.table.key == table.key]
-        lines.append(f"  change to {table}:")
-        if not maintained:
-            lines.append(f"    not maintained by this release ({plan.view_class.value}): use materialized='table'")
-            continue
-        for s in occurrences:
-            others = [o.alias for o in plan.sources if o.index != s.index]
-            lines.append(
-                f"    {s.alias}: net change feed per row identity (inserts +1, deletes -1, update images "
-                f"cancel when no used column changed)"
-                + (
-                    f"; joined with {', '.join(others)} (earlier occurrences at the new version, later at the "
-                    f"consumed version)"
-                    if others
-                    else ""
-                )
-            )
-        lines.append(
-            "    apply: one MERGE on the identity tuple (count += delta, delete at 0), "
-            "or one INSERT when every changed identity is new; no changes: no write"
-        )
-    return lines
+    try:
+        return rules_for(plan).explain_steps(plan)
+    except UnsupportedView as e:
+        return [f"  not maintained by this release: {e}"]
 
 
 def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     """Raises UnsupportedView for a refused model; `functions`: the model's deterministic_functions."""
     plan = analyze(sql, schema, functions)
     lines = [f"class: {plan.view_class.value}"]
-    if plan.view_class not in render.MAINTAINED:
-        try:
-            render.ensure_maintainable(plan)
-        except UnsupportedView as e:
-            lines.append(f"status: {e}")
+    try:
+        rules_for(plan)
+    except UnsupportedView as e:
+        lines.append(f"status: {e}")
     lines.append("sources:")
     for s in plan.sources:
         cols = ", ".join(f"{n} {t}" for n, t in s.columns) or "(no columns used)"
@@ -92,16 +63,17 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     if plan.where is not None:
         lines.append(f"where: {plan.where.sql(dialect=DIALECT)}")
     if plan.distinct:
-        lines.append(f"distinct: one row per distinct output row, its copies counted in {COUNT_COLUMN}")
-    if plan.group_by:
+        lines.append(f"distinct: one group per distinct output row, its copies counted in {COUNT_COLUMN}")
+    elif plan.group_by:
         lines.append("group by: " + ", ".join(g.sql(dialect=DIALECT) for g in plan.group_by))
     if plan.aggregates:
-        lines.append("aggregates: " + ", ".join(f"{a.output} = {_call(a)}" for a in plan.aggregates))
+        lines.append("aggregates:")
+        lines += [f"  {a.call.sql(dialect=DIALECT)}: {a.function.value}" for a in plan.aggregates]
     if plan.having is not None:
         lines.append(f"having: {plan.having.sql(dialect=DIALECT)}")
     lines.append("columns: " + ", ".join(o.name for o in plan.outputs))
     lines.append("hidden columns:")
-    lines += [f"  {h.name}: {h.role}" for h in plan.hidden]
+    lines += [f"  {h.name}: {h.role.value}" + (f" of {h.of}" if h.of else "") for h in plan.hidden]
     lines.append("refresh steps:")
     lines += refresh_steps(plan)
     lines.append(f"normalized SQL: {plan.normalized_sql}")

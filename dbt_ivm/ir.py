@@ -116,20 +116,78 @@ class OutputColumn:
     expression: exp.Expr
 
 
-@dataclass(frozen=True)
-class Aggregate:
-    """One aggregate call of the select list, with the hidden helpers it needs."""
+class AggregateFunction(str, Enum):
+    """How an aggregate is maintained: five by an algebraic rule, every other one recomputed."""
 
-    func: str  # count_star | count | sum | avg | min | max
-    argument: exp.Expr | None
-    output: str
-    helpers: tuple[str, ...] = ()
+    COUNT_STAR = "count(*)"
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+    MIN = "min"
+    MAX = "max"
+    RECOMPUTED = "recomputed"  # COUNT(DISTINCT), STDDEV, percentiles …: recomputed per touched group
+
+
+class Role(str, Enum):
+    """What a hidden column of the view's storage holds."""
+
+    ROW_IDENTITY = "row identity"
+    MULTIPLICITY = "multiplicity of the row"
+    GROUP_KEY = "group key"
+    GROUP_COUNT = "rows in the group"
+    NON_NULL_COUNT = "count of the non-NULL arguments"
+    SUM = "sum of the arguments"
+    EXTREME = "extreme of the arguments"
+    VALUE = "value, recomputed for the groups a change touches"
 
 
 @dataclass(frozen=True)
 class HiddenColumn:
     name: str
-    role: str  # what it holds, for explain and docs
+    role: Role
+    of: str = ""  # the source, group key or aggregate call it belongs to
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One distinct aggregate call of the select list or HAVING, and the state the view stores for it."""
+
+    index: int
+    function: AggregateFunction
+    call: exp.Expr  # the whole call as written (with DISTINCT, FILTER, WITHIN GROUP)
+    argument: exp.Expr | None  # the one argument of the five algebraic aggregates
+
+    @property
+    def non_null(self) -> str:
+        """Count of the non-NULL arguments: COUNT's value; SUM and AVG are NULL when it is 0."""
+        return f"{HIDDEN_PREFIX}nn_{self.index}"
+
+    @property
+    def value(self) -> str:
+        """The sum (SUM, AVG), the extreme (MIN, MAX) or the value (recomputed aggregates)."""
+        return f"{HIDDEN_PREFIX}a_{self.index}"
+
+    @property
+    def state(self) -> tuple[HiddenColumn, ...]:
+        from dbt_ivm.verbatim import DIALECT
+
+        text = self.call.sql(dialect=DIALECT)
+        f = AggregateFunction
+        nn = HiddenColumn(self.non_null, Role.NON_NULL_COUNT, text)
+        return {
+            f.COUNT_STAR: (),
+            f.COUNT: (nn,),
+            f.SUM: (nn, HiddenColumn(self.value, Role.SUM, text)),
+            f.AVG: (nn, HiddenColumn(self.value, Role.SUM, text)),
+            f.MIN: (HiddenColumn(self.value, Role.EXTREME, text),),
+            f.MAX: (HiddenColumn(self.value, Role.EXTREME, text),),
+            f.RECOMPUTED: (HiddenColumn(self.value, Role.VALUE, text),),
+        }[self.function]
+
+
+def group_column(index: int) -> str:
+    """Name of the hidden column that stores GROUP BY expression `index`'s value."""
+    return f"{HIDDEN_PREFIX}g_{index}"
 
 
 @dataclass(frozen=True)
@@ -142,12 +200,17 @@ class ViewPlan:
     tree: JoinNode
     where: exp.Expr | None
     outputs: tuple[OutputColumn, ...]
-    group_by: tuple[exp.Expr, ...] = ()
+    group_by: tuple[exp.Expr, ...] = ()  # SELECT DISTINCT: its output expressions
     aggregates: tuple[Aggregate, ...] = ()
     having: exp.Expr | None = None
     distinct: bool = False
     hidden: tuple[HiddenColumn, ...] = field(default=())
     functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)
+
+    @property
+    def is_global(self) -> bool:
+        """An aggregate without GROUP BY: exactly one row, also over no rows."""
+        return self.view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN) and not self.group_by
 
     @property
     def tables(self) -> tuple[TableName, ...]:

@@ -28,9 +28,10 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
+from dbt_ivm.classes import Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
 from dbt_ivm.history import appended_rows, metric
-from dbt_ivm.ir import RID_COLUMN, TableName, ViewPlan
+from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
     PROP_COLUMNS,
@@ -51,8 +52,6 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 BACKING_SUFFIX = "__ivm"
 # Session-wide confs (commit metadata, idempotent-write ids) must not interleave between threads sharing a session.
 COMMIT_LOCK = threading.Lock()
-# Up to this many changed identities are written into the MERGE as literals (see render.identity_filter).
-MAX_FILTER_IDENTITIES = 10_000
 # Commits of each source read when its version is pinned; they also tell a refresh whether
 # the source only appended since (more commits than this are read again, up to MAX_APPEND_COMMITS).
 HISTORY_ROWS = 20
@@ -247,10 +246,15 @@ def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, in
     return mark, int(rows[0]["version"]) if rows else -1
 
 
-def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
-    """The Spark type of each of the view's columns (DESCRIBE QUERY: planned, not run)."""
-    rows = db.query(f"DESCRIBE QUERY {plan.normalized_sql}")
+def describe_query(db: Database, query: exp.Select) -> dict[str, str]:
+    """The Spark type of each column of `query` (DESCRIBE QUERY: planned, not run)."""
+    rows = db.query(f"DESCRIBE QUERY {render.sql(query)}")
     return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
+
+
+def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
+    """The Spark type of each of the view's columns."""
+    return describe_query(db, plan.query)
 
 
 def session_settings(db: Database) -> dict[str, str]:
@@ -329,6 +333,8 @@ def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterat
 class Maintainer:
     """One model's build or refresh. `log` receives progress lines for the run's log."""
 
+    rules: ViewRules  # the view class's (see `classes`), set by `inspect`
+
     def __init__(
         self,
         db: Database,
@@ -368,7 +374,7 @@ class Maintainer:
         for info in infos:
             check_source(info)
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos}, self.functions)
-        render.ensure_maintainable(plan)
+        self.rules = rules_for(plan)
         render.ensure_groupable(output_types(self.db, plan))
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         created = created_times(self.db, plan.tables)
@@ -421,7 +427,8 @@ class Maintainer:
             PROP_SETTINGS: encode_settings(self.settings),
             PROP_FUNCTIONS: ",".join(plan.functions),
         }
-        create = render.create_backing(self.backing, render.build_select(plan, pinned), props)
+        view = self.rules.user_view(plan, self.backing, lambda query: describe_query(self.db, query))
+        create = render.create_backing(self.backing, self.rules.build_select(plan, pinned), props)
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing):
             self._write(render.sql(create))
@@ -429,7 +436,7 @@ class Maintainer:
         if table_exists(self.db, self.view) and describe_source(self.db, self.view).kind != "VIEW":
             self.log(f"fast_mv {self.view}: replacing the table of an earlier materialization with a view")
             self.run(f"DROP TABLE {self.view.sql()}")
-        self.run(render.sql(render.create_view(self.view, render.view_select(plan, self.backing))))
+        self.run(render.sql(render.create_view(self.view, view)))
         return Outcome(
             "built", f"built at {_versions(pinned)}", versions=dict(pinned), statements=tuple(self.statements)
         )
@@ -465,47 +472,48 @@ class Maintainer:
         self.log(f"fast_mv {self.view}: reading changes from {ranges}")
         uid = uuid.uuid4().hex[:12]
         staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if s.table.key in moved}
-        name = f"__ivm_delta_{uid}"
-        write: exp.Insert | exp.Merge
+        temps = list(staged.values())
+
+        def temp(role: str) -> str:
+            temps.append(f"__ivm_{role}_{uid}")
+            return temps[-1]
+
         try:
             self._stage_changes(plan, old, pinned, staged)
-            delta = render.delta_select(plan, old, pinned, staged)
-            assert delta is not None
-            self.run(render.cache_as(name, delta))
-            stats = self.db.query(render.sql(render.delta_stats(name, self.unique_key)))[0]
-            inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
-            if (
-                self.unique_key
-                and int(stats["n"]) > 0
-                and int(stats["min_d"]) > 0
-                and (int(stats["max_d"]) > 1 or int(stats["keys"]) < int(stats["n"]))
-            ):
-                raise StateError(self._key_violation())
-            if int(stats["n"]) == 0:
-                path, write = "empty", render.empty_commit(self.backing)
-            elif int(stats["min_d"]) > 0 and (self.unique_key or self._all_new(plan, staged)):
-                path, write = "insert", render.insert_statement(plan, self.backing, name)
-            else:
-                path = "merge"
-                write = render.merge_statement(plan, self.backing, name, self._changed_identities(staged))
+            refresh = Refresh(
+                plan,
+                self.backing,
+                old,
+                pinned,
+                staged,
+                temp,
+                self.run,
+                self.db.query,
+                self.unique_key,
+                self._key_violation(),
+            )
+            write = self.rules.apply(refresh)
+            if write.detail:
+                self.log(f"fast_mv {self.view}: {write.detail}")
             self.before_commit()
             with commit_metadata(self.db, new_mark, self.backing):
-                self._write(render.sql(write))
-        finally:
-            for temp in [name, *staged.values()]:
-                for statement in render.release(temp):
+                self._write(render.sql(write.statement))
+        finally:  # the newest first: a cached table's plan reads the ones cached before it
+            for name in reversed(temps):
+                for statement in render.release(name):
                     self.db.execute(statement)
         commit = self._verify(new_mark)
-        if path == "merge" and _matched_several(commit):
+        if write.check_repeats and _matched_several(commit):
             self._repair_repeated_rows(plan, pinned, new_mark)
-        if path == "empty":
+        if write.path == "empty":
             return Outcome(
                 "no changes", f"no net changes from {ranges}", versions=dict(pinned), statements=tuple(self.statements)
             )
+        inserted, deleted = _written(write, commit)
         return Outcome(
             "refreshed",
             f"refreshed: +{inserted}/-{deleted} rows from {ranges}",
-            path,
+            write.path,
             inserted,
             deleted,
             dict(pinned),
@@ -550,7 +558,7 @@ class Maintainer:
 
     def _appended(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> int | None:
         """Rows the moved sources appended, when the append path applies (see `_append`); else None."""
-        if not self.unique_key or plan.view_class not in render.MONOTONE:
+        if not self.unique_key or not self.rules.MONOTONE:
             return None
         total = 0
         for key, (a, b) in moved.items():
@@ -578,7 +586,7 @@ class Maintainer:
         """
         self.log(f"fast_mv {self.view}: appending the new rows of {ranges} (only appends since the last refresh)")
         violation = self._key_violation()
-        insert = render.append_statement(
+        insert = self.rules.append_statement(
             plan, self.backing, old, pinned, self.unique_key, violation, broadcast=appended <= BROADCAST_ROWS
         )
         self.before_commit()
@@ -638,29 +646,10 @@ class Maintainer:
             source = plan.sources[index]
             key = source.table.key
             try:
-                self.run(render.cache_as(temp, render.change_select(source, old[key] + 1, new[key])))
+                self.run(render.cache_as(temp, changes.change_select(source, old[key] + 1, new[key])))
             except Exception as e:  # the connection's error type varies
                 self._raise_if_lost_history(e, f"{key} v{old[key]}..v{new[key]}")
                 raise
-
-    def _changed_identities(self, staged: Mapping[int, str]) -> dict[int, list[int]] | None:
-        """Each changed occurrence's change-row identities, or None when too many to write out."""
-        rows = self.db.query(render.sql(render.changed_identities(staged, MAX_FILTER_IDENTITIES + 1)))
-        if len(rows) > MAX_FILTER_IDENTITIES:
-            return None
-        identities: dict[int, list[int]] = {i: [] for i in staged}
-        for row in rows:
-            identities[int(row["i"])].append(int(row[RID_COLUMN]))
-        return identities
-
-    def _all_new(self, plan: ViewPlan, staged: Mapping[int, str]) -> bool:
-        """No stored row mentions a changed source row: the change set only appends.
-
-        Skipped under a declared unique key: a row this refresh adds cannot share its key with a
-        stored row without the model's rows repeating the key.
-        """
-        rows = self.db.query(render.sql(render.existing_identities(plan, self.backing, staged)))
-        return int(rows[0]["n"]) == 0
 
 
 def _matched_several(commit: Mapping[str, Any]) -> bool:
@@ -669,6 +658,15 @@ def _matched_several(commit: Mapping[str, Any]) -> bool:
     source = metric(commit, "numSourceRows")
     matched = sum(metric(commit, m) or 0 for m in ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted"))
     return source is not None and matched + (metric(commit, "numTargetRowsInserted") or 0) > source
+
+
+def _written(write: Write, commit: Mapping[str, Any]) -> tuple[int, int]:
+    """(rows inserted, rows deleted) of the view: the class's count, else the MERGE's metrics
+    (an aggregate view's rows are its groups: a new group is inserted, an emptied one deleted)."""
+    inserted = write.inserted if write.inserted is not None else metric(commit, "numTargetRowsInserted") or 0
+    deleted = write.deleted if write.deleted is not None else metric(commit, "numTargetRowsDeleted") or 0
+    updated = 0 if write.inserted is not None else metric(commit, "numTargetRowsUpdated") or 0
+    return inserted + updated, deleted + updated
 
 
 def _versions(versions: Mapping[str, int]) -> str:
@@ -725,4 +723,5 @@ def consistency_sql(db: Database, view: TableName) -> str:
     """The fast_mv_consistent test's query: rows where the view and the model's own SQL, run on
     the source versions the view last consumed, differ."""
     stored = stored_view(db, view)
-    return render.consistency_sql(view, render.pin_versions(stored.model_sql, stored.mark.sources))
+    columns, _ = parse_describe_extended(db.query(f"DESCRIBE TABLE {view.sql()}"))
+    return render.consistency_sql(view, render.pin_versions(stored.model_sql, stored.mark.sources), columns)

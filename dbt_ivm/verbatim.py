@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 else:
     SparkParser, SparkGenerator = Spark.Parser, Spark.Generator
 
-# Typed because the analysis recognises them (`analyze.SUPPORTED_AGGREGATES`).
+# Typed because the analysis recognises them (`analyze.ALGEBRAIC_AGGREGATES`).
 TYPED_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 # Calls with syntax of their own inside the parentheses; everything else is a plain call.
 SYNTAX_FUNCTIONS = ("CAST", "TRY_CAST", "EXTRACT", "TRIM", "POSITION", "SUBSTRING", "SUBSTR", "OVERLAY")
@@ -140,10 +140,10 @@ def as_anonymous(tree: exp.Expr) -> exp.Expr:
     )
 
 
-def to_sql(expression: exp.Expr) -> str:
+def to_sql(expression: exp.Expr, pretty: bool = False) -> str:
     """Spark SQL of `expression`; what sqlglot cannot write in Spark raises instead of a warning."""
     try:
-        return expression.sql(dialect=DIALECT, unsupported_level=ErrorLevel.RAISE)
+        return expression.sql(dialect=DIALECT, unsupported_level=ErrorLevel.RAISE, pretty=pretty)
     except UnsupportedError as e:
         raise UnsupportedView(
             f"an expression fast_mv cannot write back unchanged ({str(e).splitlines()[0]})",

@@ -111,6 +111,35 @@ SHOP_MODELS = {
     "order_regions": (ORDER_REGIONS, ["order_id", "amount", "customer_name", "region_name"]),
 }
 
+# Aggregates: over a join with HAVING and a distinct count, grouped by a column with NULLs,
+# global (with a STDDEV: DOUBLE, compared within the float tolerance), and SELECT DISTINCT.
+CUSTOMER_TOTALS = """
+select
+    c.name,
+    count(*) as orders,
+    sum(o.amount) as total,
+    round(avg(o.amount), 2) as mean,
+    max(o.amount) as top,
+    count(distinct o.status) as statuses
+from {orders} o
+join {customers} c on o.customer_id = c.customer_id
+group by c.name
+having count(*) >= 1
+"""
+STATUS_COUNTS = "select status, count(*) as n, min(amount) as low, sum(amount) as total from {orders} group by status"
+ORDER_STATS = "select count(*) as n, sum(amount) as total, stddev(amount) as sd from {orders}"
+DISTINCT_STATUSES = "select distinct status from {orders}"
+AGGREGATE_MODELS = {
+    "customer_totals": (CUSTOMER_TOTALS, ["name", "orders", "total", "mean", "top", "statuses"]),
+    "status_counts": (STATUS_COUNTS, ["status", "n", "low", "total"]),
+    "order_stats": (ORDER_STATS, ["n", "total", "sd"]),
+    "distinct_statuses": (DISTINCT_STATUSES, ["status"]),
+}
+AGGREGATE_LEFT_JOIN = (
+    "select c.name, count(o.order_id) as n from {customers} c left join {orders} o "
+    "on o.customer_id = c.customer_id group by c.name"
+)
+
 # A plain dbt view over a fast_mv: `ref()` must resolve to the model's columns only.
 ORDERS_MV_REF = """
 {{ config(materialized='view') }}

@@ -15,6 +15,8 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from integration_tests.fixtures import (
+    AGGREGATE_LEFT_JOIN,
+    AGGREGATE_MODELS,
     BAD_UNIQUE_KEY,
     CDF,
     FROM_NO_CDF,
@@ -176,6 +178,51 @@ class TestFastMvLifecycle:
         assert_tests_pass(1, "order_regions")
 
 
+# --- aggregate views: build, refresh, consistency test ---------------------------------------
+
+
+class TestFastMvAggregates:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.sql": model(sql) for name, (sql, _) in AGGREGATE_MODELS.items()}
+        files["sources.yml"] = SOURCES_YML
+        files["schema.yml"] = consistent_schema_yml(*AGGREGATE_MODELS)
+        return files
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        for name, columns in SHOP_TABLES.items():
+            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+
+    def test_build_refresh_and_consistency(self, project, spark):
+        schema = project.test_schema
+        msgs = messages(run_dbt(["run", "--threads", "2"]))
+        assert all(m.startswith("built") for m in msgs.values()), msgs
+        for name, (sql, columns) in AGGREGATE_MODELS.items():
+            assert spark.table(f"{schema}.{name}").columns == columns
+            view = [(f.name, f.dataType) for f in spark.table(f"{schema}.{name}").schema.fields]
+            assert view == [(f.name, f.dataType) for f in spark.sql(recompute(sql, schema)).schema.fields]
+        assert_tests_pass(len(AGGREGATE_MODELS))
+
+        for statement in SHOP_CHANGES:
+            spark.sql(statement.format(**{t: f"{schema}.{t}" for t in SHOP_TABLES}))
+        msgs = messages(run_dbt(["run", "--threads", "2"]))
+        assert all(REFRESHED.match(m) for m in msgs.values()), msgs
+        assert_tests_pass(len(AGGREGATE_MODELS))
+        for name in ("customer_totals", "status_counts", "distinct_statuses"):  # no floats beyond sums of halves
+            assert_view_matches_model(spark, schema, name, AGGREGATE_MODELS[name][0])
+        assert multiset(spark, f"select * from {schema}.distinct_statuses") == multiset(
+            spark, f"select distinct status from {schema}.orders"
+        )
+        # a group that empties is deleted; the global row stays at count 0
+        spark.sql(f"DELETE FROM {schema}.orders")
+        msgs = messages(run_dbt(["run", "--threads", "2"]))
+        assert all(REFRESHED.match(m) for m in msgs.values()), msgs
+        assert [tuple(r) for r in spark.table(f"{schema}.order_stats").collect()] == [(0, None, None)]
+        assert spark.table(f"{schema}.status_counts").count() == 0
+        assert_tests_pass(len(AGGREGATE_MODELS))
+
+
 # --- a single-source model: explain, corruption detection, model change -----------------
 
 
@@ -329,6 +376,7 @@ class TestFastMvRefusals:
         "window_function": WINDOW_FUNCTION,
         "bad_unique_key": BAD_UNIQUE_KEY,
         "undeclared_udf": UDF_MODEL,
+        "aggregate_left_join": AGGREGATE_LEFT_JOIN,
     }
 
     @pytest.fixture(scope="class")
@@ -341,6 +389,8 @@ class TestFastMvRefusals:
     def sources(self, project, spark):
         schema = project.test_schema
         create_source(spark, schema, "items", ITEMS_TABLE, ITEMS_ROWS)
+        for name in ("orders", "customers"):
+            create_source(spark, schema, name, SHOP_TABLES[name], SHOP_ROWS[name])
         create_source(spark, schema, "parquet_items", PLAIN_ITEMS_TABLE, using="USING PARQUET")
         create_source(
             spark,
@@ -384,6 +434,9 @@ class TestFastMvRefusals:
 
         line = self.cause_line(msgs["undeclared_udf"], "ivm_twice")
         assert "not a Spark built-in" in line and "deterministic_functions=['ivm_twice']" in line, line
+
+        line = self.cause_line(msgs["aggregate_left_join"], "outer-join views")
+        assert "not maintained by this release" in line and "materialized='table'" in line, line
 
         line = self.cause_line(msgs["bad_unique_key"], "item_key")
         assert "unique_key item_key is not a column of the model" in line and "item_id, name" in line, line

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from dbt_ivm.ir import TableName
@@ -23,12 +24,13 @@ from dbt_ivm.maintain import Maintainer, backing_table, consistency_sql, read_wa
 KEYS = [0, 1, 2, 3, None]
 WORDS = ["a", "b", "c", None]
 NUMS = [0.5, 1.0, 2.5, None]
+MONEY = [Decimal("1.25"), Decimal("-3.10"), Decimal("7.05"), Decimal("0.00"), None]
 
 
 @dataclass(frozen=True)
 class Table:
     name: str
-    columns: tuple[tuple[str, str], ...]  # (name, int | string | double)
+    columns: tuple[tuple[str, str], ...]  # (name, int | string | double | decimal(10,2))
     key: str | None = None  # a column of fresh unique ids: never updated, never duplicated
 
 
@@ -37,6 +39,7 @@ class View:
     name: str
     sql: str  # with {db} for the database
     unique_key: tuple[str, ...] = ()
+    aggregated: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,11 +85,13 @@ def literal(value: Any) -> str:
         return "NULL"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, Decimal):
+        return f"{value}BD"
     return repr(value)
 
 
 def domain(kind: str) -> list[Any]:
-    return {"int": KEYS, "string": WORDS, "double": NUMS}[kind]
+    return {"int": KEYS, "string": WORDS, "double": NUMS, "decimal(10,2)": MONEY}[kind]
 
 
 class Harness:
@@ -220,7 +225,10 @@ class Harness:
         """
         view = TableName(self.database, v.name)
         diff = [tuple(r) for r in self.sql(consistency_sql(self.db, view))]
-        bad = self.sql(f"SELECT count(*) FROM {backing_table(view).sql()} WHERE __ivm_count <= 0")[0][0]
+        backing = backing_table(view).sql()
+        global_row = "__ivm_g_0" not in {r[0] for r in self.sql(f"DESCRIBE TABLE {backing}")} and v.aggregated
+        floor = "< 0" if global_row else "<= 0"  # a global aggregate keeps its one row at count 0
+        bad = self.sql(f"SELECT count(*) FROM {backing} WHERE __ivm_count {floor}")[0][0]
         if bad:
             diff.append(("non-positive counts", bad))
         consumed = watermark_versions(self.db, self.database, v.name)
@@ -307,5 +315,55 @@ KEYED = Family(
             "SELECT f1.id AS id1, f2.id AS id2, f2.v FROM {db}.f f1 JOIN {db}.f f2 ON f1.k = f2.k",
             ("id1", "id2"),
         ),
+    ),
+)
+
+# Aggregate views: grouped and global, NULL keys and values, DECIMAL and DOUBLE, HAVING, DISTINCT,
+# aggregates without a rule, over one source, a self-join and 2- and 3-way joins.
+P = Table("p", (("k", "int"), ("g", "string"), ("x", "double"), ("m", "decimal(10,2)")))
+Q = Table("q", (("k", "int"), ("w", "string")))
+R = Table("r", (("w", "string"), ("z", "int")))
+
+
+def _agg(name: str, sql: str) -> View:
+    return View(name, sql, aggregated=True)
+
+
+AGGREGATES = Family(
+    "aggregates",
+    (P, Q, R),
+    (
+        _agg(
+            "a_all",
+            "SELECT g, count(*) AS n, count(x) AS cx, sum(x) AS sx, avg(x) AS ax, min(x) AS lo, max(x) AS hi "
+            "FROM {db}.p GROUP BY g",
+        ),
+        _agg("a_decimal", "SELECT k, sum(m) AS sm, avg(m) AS am, min(m) AS lo, max(m) AS hi FROM {db}.p GROUP BY k"),
+        _agg("a_global", "SELECT count(*) AS n, sum(m) AS s, avg(x) AS a, min(g) AS lo, max(k) AS hi FROM {db}.p"),
+        _agg("a_global_where", "SELECT count(*) AS n, max(x) AS hi, sum(k) AS s FROM {db}.p WHERE k > 2"),
+        _agg("a_having", "SELECT g, sum(k) AS s FROM {db}.p GROUP BY g HAVING count(*) > 1 AND min(k) >= 0"),
+        _agg("a_distinct", "SELECT DISTINCT g, k FROM {db}.p"),
+        _agg(
+            "a_expressions",
+            "SELECT coalesce(g, 'none') AS gg, k % 2 AS parity, sum(x) / count(*) AS ratio, round(avg(m), 1) AS r "
+            "FROM {db}.p GROUP BY coalesce(g, 'none'), k % 2",
+        ),
+        _agg("a_no_rule", "SELECT k, count(DISTINCT g) AS dg, stddev(x) AS sd FROM {db}.p GROUP BY k"),
+        _agg(
+            "a_join",
+            "SELECT q.w, count(*) AS n, sum(p.m) AS s, max(p.x) AS hi FROM {db}.p p JOIN {db}.q q ON p.k = q.k "
+            "GROUP BY q.w",
+        ),
+        _agg(
+            "a_join3",
+            "SELECT r.z, count(*) AS n, min(p.g) AS lo, sum(p.k) AS s FROM {db}.p p JOIN {db}.q q ON p.k = q.k "
+            "JOIN {db}.r r ON q.w = r.w GROUP BY r.z",
+        ),
+        _agg("a_key_not_shown", "SELECT sum(x) AS sx, count(*) AS n FROM {db}.p GROUP BY g"),
+        _agg(
+            "a_global_no_rule",
+            "SELECT count(DISTINCT p.k) AS dk, variance(p.x) AS v FROM {db}.p p JOIN {db}.q q ON p.k = q.k",
+        ),
+        _agg("a_self", "SELECT p1.g, count(*) AS n FROM {db}.p p1 JOIN {db}.p p2 ON p1.k = p2.k GROUP BY p1.g"),
     ),
 )

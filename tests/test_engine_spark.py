@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dbt_ivm import render
+from dbt_ivm.classes import changes, joins
 from dbt_ivm.errors import SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql, table_exists
@@ -22,8 +23,8 @@ def sources(spark):
         yield
 
 
-def mv(db, name="v", sql=JOIN, unique_key=None):
-    return Maintainer(db, TableName(DB, name), sql, unique_key=unique_key)
+def mv(db, name="v", sql=JOIN, unique_key=None, log=lambda _: None):
+    return Maintainer(db, TableName(DB, name), sql, log=log, unique_key=unique_key)
 
 
 def last_commit(spark, name="v"):
@@ -47,9 +48,9 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     # so the other source is scanned once, not shuffled.
     plan = m.inspect()[0]
     versions_old, versions_new = {f"{DB}.o": 1, f"{DB}.c": 1}, {f"{DB}.o": 2, f"{DB}.c": 1}
-    spark.sql(render.cache_as("__ivm_plan_chg", render.change_select(plan.sources[0], 2, 2)))
+    spark.sql(render.cache_as("__ivm_plan_chg", changes.change_select(plan.sources[0], 2, 2)))
     try:
-        staged = render.delta_select(plan, versions_old, versions_new, {0: "__ivm_plan_chg"})
+        staged = joins.delta_select(plan, versions_old, versions_new, {0: "__ivm_plan_chg"})
         physical = spark.sql("EXPLAIN " + render.sql(staged)).collect()[0][0]
     finally:
         for statement in render.release("__ivm_plan_chg"):
@@ -200,7 +201,7 @@ def test_appended_change_rows_are_broadcast_to_a_large_other_source(spark, spark
     try:
 
         def physical(broadcast):
-            insert = render.append_statement(plan, m.backing, old, pinned, ("id",), "x", broadcast=broadcast)
+            insert = joins.append_statement(plan, m.backing, old, pinned, ("id",), "x", broadcast=broadcast)
             return spark.sql("EXPLAIN " + render.sql(insert.expression)).collect()[0][0]
 
         assert "SortMergeJoin" in physical(False)
@@ -339,3 +340,68 @@ def test_negative_zero_is_one_value_with_zero(spark, spark_db, sources):
     view = {r["id"]: r["neg"] for r in spark.sql(f"select * from {DB}.z").collect()}
     assert str(model[0]) == "-0.0" and str(view[0]) == "0.0" and model == view
     assert spark.sql(consistency_sql(spark_db, TableName(DB, "z"))).count() == 0
+
+
+# --- aggregate views ---------------------------------------------------------------------------
+# o: 2000 rows, cust = id % 50, amt = id * 1.5: group c holds ids c, c + 50, …, c + 1950.
+GROUPED = (
+    f"select cust, count(*) as n, sum(amt) as s, avg(amt) as a, min(amt) as lo, max(amt) as hi "
+    f"from {DB}.o group by cust"
+)
+
+
+def test_a_mixed_change_recomputes_only_the_groups_that_lost_their_extreme(spark, spark_db, sources):
+    mv(spark_db, "g", GROUPED).materialize()
+    spark.sql(f"delete from {DB}.o where id in (3, 1953, 1957, 110)")  # group 3: min and max, 7: max, 10: neither
+    spark.sql(f"update {DB}.o set amt = amt + 0.5 where id = 111")  # group 11: a middle value moves
+    spark.sql(f"insert into {DB}.o values (5000, 12, 1.0), (5001, 99, 7.0)")  # 12: a new min; 99: a new group
+    lines: list[str] = []
+    m = mv(spark_db, "g", GROUPED, log=lines.append)
+    outcome = m.materialize()
+    assert outcome.action == "refreshed" and outcome.path == "merge"
+    assert f"fast_mv {DB}.g: 6 groups touched, 2 recomputed from the sources" in lines, lines
+    recompute = next(s for s in m.statements if s.startswith("CACHE TABLE `__ivm_recomputed_"))
+    assert "EXISTS" in recompute  # a semi-join on the lost groups' keys, not the whole source
+    assert_consistent(spark, spark_db, "g")
+    row = spark.sql(f"select lo, hi, n from {DB}.g where cust = 3").collect()[0]
+    assert (row.lo, row.hi, row.n) == (53 * 1.5, 1903 * 1.5, 38)
+
+
+def test_appends_to_an_aggregate_recompute_nothing_and_read_no_stored_group(spark, spark_db, sources):
+    mv(spark_db, "g", GROUPED).materialize()
+    spark.sql(f"insert into {DB}.o values (5000, 12, 1.0), (5001, 12, 9999.0), (5002, NULL, NULL)")
+    lines: list[str] = []
+    m = mv(spark_db, "g", GROUPED, log=lines.append)
+    m.materialize()
+    assert f"fast_mv {DB}.g: 2 groups touched, 0 recomputed from the sources" in lines, lines
+    backing = f"`{DB}`.`g__ivm`"
+    reads = [s for s in m.statements if backing in s and not s.startswith(("MERGE INTO", "DESCRIBE", "SHOW"))]
+    assert reads == [], reads  # the view's groups are read by the MERGE alone
+    assert_consistent(spark, spark_db, "g")
+    assert spark.sql(f"select n, s, lo from {DB}.g where cust is null").collect()[0] == (1, None, None)
+
+
+def test_having_hides_groups_but_keeps_their_state_and_types_match_the_model(spark, spark_db, sources):
+    sql = (
+        f"select cust, count(*) as n, sum(cust) as s, avg(cust) as a, cast(sum(amt) as decimal(20, 2)) as d "
+        f"from {DB}.o group by cust having count(*) > 40"
+    )
+    mv(spark_db, "h", sql).materialize()
+    assert spark.sql(f"select * from {DB}.h").count() == 0  # 40 rows per group
+    spark.sql(f"insert into {DB}.o values (5000, 5, 1.0)")
+    mv(spark_db, "h", sql).materialize()
+    assert [tuple(r) for r in spark.sql(f"select cust, n from {DB}.h").collect()] == [(5, 41)]
+    assert_consistent(spark, spark_db, "h")
+    view = [(r.col_name, r.data_type) for r in spark.sql(f"describe table {DB}.h").collect()]
+    model = [(r.col_name, r.data_type) for r in spark.sql(f"describe query {sql}").collect()]
+    assert view == model == [("cust", "int"), ("n", "bigint"), ("s", "bigint"), ("a", "double"), ("d", "decimal(20,2)")]
+
+
+def test_a_global_aggregate_keeps_its_one_row_over_no_rows(spark, spark_db, sources):
+    sql = f"select count(*) as n, sum(amt) as s, min(amt) as lo, count(distinct cust) as k from {DB}.o where amt < 3"
+    mv(spark_db, "t", sql).materialize()
+    assert [tuple(r) for r in spark.sql(f"select * from {DB}.t").collect()] == [(2, 1.5, 0.0, 2)]
+    spark.sql(f"delete from {DB}.o where amt < 3")
+    mv(spark_db, "t", sql).materialize()
+    assert [tuple(r) for r in spark.sql(f"select * from {DB}.t").collect()] == [(0, None, None, 0)]
+    assert_consistent(spark, spark_db, "t")

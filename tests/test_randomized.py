@@ -12,12 +12,14 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import render
-from tests.harness import JOINS, KEYED, SINGLE, A, B, Family, Harness, T, View
+from dbt_ivm.classes import aggregate, changes
+from tests.harness import AGGREGATES, JOINS, KEYED, SINGLE, A, B, Family, Harness, T, View
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"single": 6, "joins": 3, "keyed": 8}
-STRESS = {"single": 60, "joins": 115, "keyed": 150}  # x4, x9, x3 views: 240 + 1035 + 450 checks
+SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2}
+# x4, x9, x3, x13 views: 240 + 1035 + 450 + 1040 checks
+STRESS = {"single": 60, "joins": 115, "keyed": 150, "aggregates": 80}
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:
@@ -35,14 +37,14 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
         assert report.appends > 0, "no refresh took the append path"
 
 
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES], ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
 
 
 @pytest.mark.stress
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES], ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
     _run(
@@ -72,7 +74,7 @@ def _mismatches(spark, spark_db, family: Family, rounds: int, seed: int) -> int:
 
 
 def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
-    original = render.change_select
+    original = changes.change_select
 
     def without_deletes(source, start, end):
         select = original(source, start, end)
@@ -80,13 +82,21 @@ def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
         feed.where(exp.NEQ(this=render.col("_change_type"), expression=render.lit("delete")), copy=False)
         return select
 
-    monkeypatch.setattr(render, "change_select", without_deletes)
+    monkeypatch.setattr(changes, "change_select", without_deletes)
     family = Family("broken_del", (T,), (View("v", "SELECT * FROM {db}.t"),))
     assert _mismatches(spark, spark_db, family, 12, seed=3) > 0
 
 
 def test_harness_catches_wrong_state_choice(spark, spark_db, monkeypatch):
     """Old versions of the other sources in every term: wrong when several sources changed."""
-    monkeypatch.setattr(render, "term_version", lambda other, changed, old, new: old)
+    monkeypatch.setattr(changes, "term_version", lambda other, changed, old, new: old)
     family = Family("broken_state", (A, B), (View("j", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),))
     assert _mismatches(spark, spark_db, family, 15, seed=5) > 0
+
+
+def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
+    """No group recomputed after a delete: a removed MIN or MAX stays in the view."""
+    original = aggregate.lost_extremes
+    monkeypatch.setattr(aggregate, "lost_extremes", lambda *args: original(*args).where(exp.false()))
+    family = Family("broken_max", (T,), (View("m", "SELECT v, max(x) AS hi FROM {db}.t GROUP BY v", aggregated=True),))
+    assert _mismatches(spark, spark_db, family, 12, seed=3) > 0

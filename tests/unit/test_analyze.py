@@ -13,10 +13,12 @@ from dbt_ivm.analyze import analyze, check_constructs, normalize, parse, source_
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     HIDDEN_PREFIX,
+    AggregateFunction,
     InnerGroup,
     JoinNode,
     Leaf,
     OuterJoin,
+    Role,
     Side,
     ViewClass,
     ViewPlan,
@@ -123,33 +125,47 @@ def test_self_join_is_two_sources_of_one_table():
 def test_aggregate_ir():
     plan = analyze(
         "select status, count(*) as n, sum(amount) as total, avg(amount) as mean, "
-        "count(customer_id) as nc, max(amount) - min(amount) as spread from eq_shop.orders "
-        "group by status having count(*) > 1",
+        "count(customer_id) as nc, max(amount) - min(amount) as spread, count(distinct region_id) as regions "
+        "from eq_shop.orders group by status having count(*) > 1 and sum(amount) > 0",
         SHOP,
     )
-    got = [
-        (a.func, a.argument.sql("spark") if a.argument is not None else None, a.output, a.helpers)
-        for a in plan.aggregates
-    ]
+    got = [(a.function, a.argument.sql("spark") if a.argument is not None else None) for a in plan.aggregates]
     assert got == [
-        ("count_star", None, "n", ()),
-        ("sum", "`orders`.`amount`", "total", ("__ivm_nn_1",)),
-        ("avg", "`orders`.`amount`", "mean", ("__ivm_nn_2", "__ivm_sum_2")),
-        ("count", "`orders`.`customer_id`", "nc", ()),
-        ("max", "`orders`.`amount`", "__ivm_agg_4", ("__ivm_nn_4",)),
-        ("min", "`orders`.`amount`", "__ivm_agg_5", ("__ivm_nn_5",)),
+        (AggregateFunction.COUNT_STAR, None),
+        (AggregateFunction.SUM, "`orders`.`amount`"),
+        (AggregateFunction.AVG, "`orders`.`amount`"),
+        (AggregateFunction.COUNT, "`orders`.`customer_id`"),
+        (AggregateFunction.MAX, "`orders`.`amount`"),
+        (AggregateFunction.MIN, "`orders`.`amount`"),
+        (AggregateFunction.RECOMPUTED, None),
     ]
     assert [g.sql("spark") for g in plan.group_by] == ["`orders`.`status`"]
-    assert plan.having is not None and plan.having.sql("spark") == "COUNT(*) > 1"
-    names = [h.name for h in plan.hidden]
-    assert len(names) == len(set(names))
+    assert plan.having is not None and plan.having.sql("spark") == "COUNT(*) > 1 AND SUM(`orders`.`amount`) > 0"
+    roles = [(h.name, h.role) for h in plan.hidden]
+    assert roles == [
+        ("__ivm_g_0", Role.GROUP_KEY),
+        ("__ivm_count", Role.GROUP_COUNT),
+        ("__ivm_nn_1", Role.NON_NULL_COUNT),
+        ("__ivm_a_1", Role.SUM),
+        ("__ivm_nn_2", Role.NON_NULL_COUNT),
+        ("__ivm_a_2", Role.SUM),
+        ("__ivm_nn_3", Role.NON_NULL_COUNT),
+        ("__ivm_a_4", Role.EXTREME),
+        ("__ivm_a_5", Role.EXTREME),
+        ("__ivm_a_6", Role.VALUE),
+    ]
+    assert not plan.is_global
 
 
-def test_distinct_is_an_aggregate_with_a_count():
+def test_distinct_is_a_group_per_row_with_a_count():
     plan = analyze("select distinct status, region_id from eq_shop.orders", SHOP)
     assert plan.distinct and plan.view_class is ViewClass.AGGREGATE
-    assert plan.aggregates == () and plan.group_by == ()
-    assert [h.name for h in plan.hidden] == ["__ivm_count"]
+    assert plan.aggregates == () and [g.sql("spark") for g in plan.group_by] == [
+        "`orders`.`status`",
+        "`orders`.`region_id`",
+    ]
+    assert [h.name for h in plan.hidden] == ["__ivm_g_0", "__ivm_g_1", "__ivm_count"]
+    assert analyze("select count(*) as n from eq_shop.orders", SHOP).is_global
 
 
 def test_outer_join_null_intolerance():

@@ -11,7 +11,8 @@ from typing import ClassVar
 
 import pytest
 
-from dbt_ivm import analyze, render
+from dbt_ivm import analyze, render, verbatim
+from dbt_ivm.classes import aggregate, changes, joins, rules_for
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import backing_table, created_times, parse_describe_extended, parse_properties
@@ -27,24 +28,39 @@ SELF = "select a.id, b.id as id2 from db.o a join db.o b on a.cust = b.id"
 BACKING = TableName("db", "v__ivm")
 
 
+AGG = (
+    "select o.cust, c.name, count(*) as n, sum(o.amt) as total, avg(o.amt) as mean, max(o.amt) as top, "
+    "count(distinct o.note) as notes from db.o o join db.c c on o.cust = c.cid "
+    "where o.id > 0 group by o.cust, c.name having sum(o.amt) > 10"
+)
+GLOBAL = "select count(*) as n, min(amt) as low from db.o"
+OLD, NEW = {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
+
+
 def golden_sql(name: str) -> str:
-    """The SQL of golden case `name`, as the engine writes it now."""
+    """The SQL of golden case `name`, as the engine writes it now (pretty-printed)."""
     built = CASES[name]()
-    return built if isinstance(built, str) else render.sql(built)
+    return built if isinstance(built, str) else verbatim.to_sql(built, pretty=True)
+
+
+def _agg_view() -> object:
+    plan = analyze(AGG, SCHEMA)
+    types = {"cust": "int", "name": "string", "n": "bigint", "total": "double", "mean": "double", "top": "double"}
+    return aggregate.view_select(plan, BACKING, {**types, "notes": "bigint"}, {2: "double"})
 
 
 CASES = {
-    "build_join": lambda: render.build_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}),
-    "delta_join_both_changed": lambda: render.delta_select(
+    "build_join": lambda: joins.build_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}),
+    "delta_join_both_changed": lambda: joins.delta_select(
         analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
     ),
-    "delta_join_one_changed": lambda: render.delta_select(
+    "delta_join_one_changed": lambda: joins.delta_select(
         analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 7}
     ),
-    "delta_self_join": lambda: render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
-    "merge_join": lambda: render.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
-    "insert_join": lambda: render.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
-    "append_join": lambda: render.append_statement(
+    "delta_self_join": lambda: joins.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
+    "merge_join": lambda: joins.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "insert_join": lambda: joins.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "append_join": lambda: joins.append_statement(
         analyze(JOIN, SCHEMA),
         BACKING,
         {"db.o": 3, "db.c": 5},
@@ -53,7 +69,14 @@ CASES = {
         "key repeats",
         broadcast=True,
     ),
-    "view_join": lambda: render.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "view_join": lambda: joins.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "build_aggregate": lambda: aggregate.build_select(analyze(AGG, SCHEMA), NEW),
+    "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW),
+    "lost_extremes_global": lambda: aggregate.lost_extremes(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_delta_x"),
+    "recompute_aggregate": lambda: aggregate.recompute_select(analyze(AGG, SCHEMA), NEW, "__ivm_lost_x"),
+    "merge_aggregate": lambda: aggregate.merge_statement(analyze(AGG, SCHEMA), BACKING, "__ivm_delta_x", "__ivm_r_x"),
+    "merge_global_insert_only": lambda: aggregate.merge_statement(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_d_x", None),
+    "view_aggregate": _agg_view,
     "recompute": lambda: render.consistency_sql(BACKING, render.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
 }
 
@@ -66,12 +89,12 @@ def test_golden_sql(name):
 
 
 def test_unchanged_sources_produce_no_delta():
-    assert render.delta_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 5}) is None
+    assert joins.delta_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 5}) is None
 
 
 def test_one_term_per_changed_occurrence():
     """A self-join has a telescoping term per occurrence: both read the same change feed."""
-    sql = render.sql(render.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}))
+    sql = render.sql(joins.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}))
     assert sql.count("TABLE_CHANGES") == 2 and sql.count("UNION ALL") == 1
     # the term of the 2nd occurrence reads the 1st at the new version, the 1st term the 2nd at the old
     assert "VERSION AS OF 2" in sql and "VERSION AS OF 1" in sql
@@ -79,10 +102,10 @@ def test_one_term_per_changed_occurrence():
 
 def test_identity_filter_names_each_changed_occurrence():
     plan = analyze(JOIN, SCHEMA)
-    both = render.sql(render.identity_filter(plan, {0: [5, -3, 5], 1: [9]}, "t"))
+    both = render.sql(joins.identity_filter(plan, {0: [5, -3, 5], 1: [9]}, "t"))
     assert both == "(`t`.`__ivm_rid_0` IN (-3, 5) OR `t`.`__ivm_rid_1` IN (9))"
-    assert render.sql(render.identity_filter(plan, {0: [], 1: [9]})) == "(`__ivm_rid_1` IN (9))"
-    assert render.sql(render.identity_filter(plan, {0: []})) == "FALSE"
+    assert render.sql(joins.identity_filter(plan, {0: [], 1: [9]})) == "(`__ivm_rid_1` IN (9))"
+    assert render.sql(joins.identity_filter(plan, {0: []})) == "FALSE"
 
 
 def test_unique_key_names_output_columns():
@@ -92,27 +115,33 @@ def test_unique_key_names_output_columns():
     assert render.unique_key_columns(plan, ["id", "name"]) == ("id", "name")
     with pytest.raises(ConfigError, match="unique_key cust is not a column of the model"):
         render.unique_key_columns(plan, ["id", "cust"])
-    stats = render.sql(render.delta_stats("d", ("id",)))
+    stats = render.sql(joins.delta_stats("d", ("id",)))
     assert "MAX(`__ivm_d`) AS max_d" in stats and "COUNT(DISTINCT STRUCT(`id`)) AS keys" in stats
 
 
 def test_term_versions_telescope():
-    assert render.term_version(0, 1, old=3, new=4) == 4  # earlier occurrence: new state
-    assert render.term_version(2, 1, old=3, new=4) == 3  # later occurrence: old state
+    assert changes.term_version(0, 1, old=3, new=4) == 4  # earlier occurrence: new state
+    assert changes.term_version(2, 1, old=3, new=4) == 3  # later occurrence: old state
 
 
 def test_identifiers_are_quoted():
     schema = {"my db.weird table": {"select": "int", "Mixed Case": "string"}}
     plan = analyze("select `select`, `Mixed Case` from `my db`.`weird table`", schema)
-    sql = render.sql(render.build_select(plan, {"my db.weird table": 1}))
+    sql = render.sql(joins.build_select(plan, {"my db.weird table": 1}))
     assert "`my db`.`weird table` VERSION AS OF 1" in sql
     assert "`select`" in sql and "`Mixed Case`" in sql
 
 
 def test_only_maintained_classes_render():
-    plan = analyze("select cust, count(*) as n from db.o group by cust", SCHEMA)
-    with pytest.raises(UnsupportedView, match="aggregate views are not maintained"):
-        render.ensure_maintainable(plan)
+    plan = analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA)
+    with pytest.raises(UnsupportedView, match="outer-join views are not maintained"):
+        rules_for(plan)
+    plan = analyze(
+        "select c.name, count(o.id) as n from db.c c left join db.o o on o.cust = c.cid group by c.name", SCHEMA
+    )
+    with pytest.raises(UnsupportedView, match="outer-join views are not maintained"):
+        rules_for(plan)
+    assert rules_for(analyze(GLOBAL, SCHEMA)) is aggregate.RULES
 
 
 def test_watermark_round_trip_and_latest():

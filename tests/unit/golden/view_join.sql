@@ -1,1 +1,6 @@
-SELECT `id`, `name` FROM `db`.`v__ivm` LATERAL VIEW EXPLODE(SEQUENCE(1, `__ivm_count`)) __ivm_e AS `__ivm_n`
+SELECT
+  `id`,
+  `name`
+FROM `db`.`v__ivm`
+LATERAL VIEW
+EXPLODE(SEQUENCE(1, `__ivm_count`)) __ivm_e AS `__ivm_n`

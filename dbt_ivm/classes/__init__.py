@@ -1,0 +1,119 @@
+"""The view classes the engine maintains, one module each behind the same interface.
+
+`maintain.Maintainer` pins versions, guards the watermark, stages each moved source's net
+change and makes the one commit; what the view stores, how its rows reach `ref()` and how a
+change set becomes the one write are the class's (`rules_for(plan)`), and `Maintainer` never
+names a class. A new class is one more module and one more line in `RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlglot import exp
+
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.ir import TableName, ViewClass, ViewPlan
+
+Describe = Callable[[exp.Select], dict[str, str]]  # a query's column types (DESCRIBE QUERY)
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """One refresh as a class sees it: the versions, the staged change sets, and a connection."""
+
+    plan: ViewPlan
+    backing: TableName
+    old: Mapping[str, int]  # the versions the view last consumed
+    new: Mapping[str, int]  # the versions pinned for this refresh
+    staged: Mapping[int, str]  # occurrence index -> cached net change of that source (see changes.change_select)
+    temp: Callable[[str], str]  # a fresh temporary table name, released after the commit
+    run: Callable[[str], None]
+    query: Callable[[str], list[dict[str, Any]]]
+    unique_key: tuple[str, ...] = ()
+    key_violation: str = ""  # the message when the declared unique key repeats
+
+
+@dataclass(frozen=True)
+class Write:
+    """The one statement that commits a refresh, and what to report of it."""
+
+    path: str  # empty | insert | merge | …: shown in the log and the outcome
+    statement: exp.Expr
+    inserted: int | None = None  # None: read from the commit's metrics
+    deleted: int | None = None
+    detail: str = ""  # for the log, e.g. "3 groups recomputed"
+    check_repeats: bool = False  # a change row may match several stored rows if the unique key lied
+
+
+class ViewRules(Protocol):
+    """What a view class provides (each module in this package is one)."""
+
+    # Rows only grow when the sources only grow: the append path applies (see `append_statement`).
+    MONOTONE: bool
+
+    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+        """The view's storage at the pinned versions: its rows and hidden columns."""
+        ...
+
+    def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
+        """What `ref()` returns, from the storage; `describe` gives a query's column types."""
+        ...
+
+    def apply(self, refresh: Refresh) -> Write:
+        """The one write that applies the staged change sets (it may cache and query first)."""
+        ...
+
+    def append_statement(
+        self,
+        plan: ViewPlan,
+        backing: TableName,
+        old: Mapping[str, int],
+        new: Mapping[str, int],
+        unique_key: tuple[str, ...],
+        violation: str,
+        broadcast: bool = False,
+    ) -> exp.Insert:
+        """MONOTONE classes: the view's new rows straight from the change feeds, one INSERT."""
+        ...
+
+    def explain_steps(self, plan: ViewPlan) -> list[str]:
+        """How a change to each source is applied, for `explain`."""
+        ...
+
+
+def _rules() -> dict[ViewClass, ViewRules]:
+    from dbt_ivm.classes import aggregate, joins
+
+    return {
+        ViewClass.SINGLE_SOURCE: joins.RULES,
+        ViewClass.INNER_JOIN: joins.RULES,
+        ViewClass.AGGREGATE: aggregate.RULES,
+        ViewClass.AGGREGATE_JOIN: aggregate.RULES,
+    }
+
+
+def maintained(plan: ViewPlan) -> bool:
+    return plan.view_class in _rules() and not _unmaintained_part(plan)
+
+
+def _unmaintained_part(plan: ViewPlan) -> str:
+    """A part of an otherwise maintained class that is not (yet): an outer join under an aggregate."""
+    from dbt_ivm.ir import Side
+
+    if any(s.side is not Side.PRESERVED for s in plan.sources):
+        return "outer-join"
+    return ""
+
+
+def rules_for(plan: ViewPlan) -> ViewRules:
+    """The class's rules; a class (or part) whose refresh is not implemented yet is refused."""
+    part = _unmaintained_part(plan) or (plan.view_class.value if plan.view_class not in _rules() else "")
+    if part:
+        raise UnsupportedView(
+            f"{part} views are not maintained by this release",
+            "use materialized='table' for this model for now",
+        )
+    return _rules()[plan.view_class]

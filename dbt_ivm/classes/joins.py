@@ -1,0 +1,357 @@
+"""Views without aggregation: one source, or inner joins of several (N-way, self, non-equi).
+
+Stored row: the view's columns, each source occurrence's row identity (`__ivm_rid_<i>`, a hash
+of the columns the view reads) and a multiplicity (`__ivm_count`); `ref()` repeats each row
+`count` times. A refresh sums the telescoping change terms per identity tuple and applies
+them in one MERGE (count += delta, delete at 0), or one INSERT when every changed identity is
+new; with a declared unique key, sources that only appended take the append path (one INSERT
+straight from the change feeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+from dbt_ivm.classes import Describe, Refresh, Write
+from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.errors import StateError
+from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, TableName, ViewPlan
+from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
+
+# Up to this many changed identities are written into the MERGE as literals (see identity_filter).
+MAX_FILTER_IDENTITIES = 10_000
+
+
+def _with_rids(query: exp.Select, plan: ViewPlan) -> exp.Select:
+    return query.select(*[col(RID_COLUMN, s.alias).as_(ident(s.rid)) for s in plan.sources])
+
+
+def _group_by_key(inner: exp.Query, plan: ViewPlan, measure: exp.Expr, name: str) -> exp.Select:
+    """One row per stored key: (view columns, identity tuple)."""
+    key = [col(c) for c in _stored_columns(plan)]
+    return (
+        exp.select(*key, measure.as_(ident(name)))
+        .from_(inner.subquery(ident(f"{HIDDEN_PREFIX}v")))
+        .group_by(*[k.copy() for k in key])
+    )
+
+
+def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    """The backing table's full contents at the pinned versions: outputs, identities, count."""
+    rels = {s.alias: snapshot_relation(s, versions[s.table.key]) for s in plan.sources}
+    inner = _with_rids(substitute(plan.query, rels), plan)
+    return _group_by_key(inner, plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+
+
+def delta_select(
+    plan: ViewPlan,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    staged: Mapping[int, str] | None = None,
+    broadcast: bool = False,
+) -> exp.Select | None:
+    """Net change of the view between the `old` and `new` source versions, per identity tuple
+    (the sum of `changes.delta_terms`). `staged` maps occurrence index -> cached change set.
+    `broadcast` hints each term to broadcast its change rows: an unstaged change feed has no
+    size estimate, so Spark would otherwise shuffle the other sources to join it.
+    Returns None when no source moved.
+    """
+    terms = []
+    for changed, term in delta_terms(plan, plan.query, old, new, staged):
+        term = _with_rids(term, plan)
+        if broadcast:
+            term = _hint_broadcast(term, changed.alias)
+        terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
+    if not terms:
+        return None
+    total = exp.Sum(this=col(DELTA_COLUMN))
+    grouped = _group_by_key(union_all(terms), plan, total, DELTA_COLUMN)
+    return grouped.having(exp.NEQ(this=total.copy(), expression=lit(0)))
+
+
+def _hint_broadcast(query: exp.Select, alias: str) -> exp.Select:
+    hint = exp.JoinHint(this="BROADCAST", expressions=[exp.Table(this=ident(alias))])
+    existing = query.args.get("hint")
+    query.set("hint", exp.Hint(expressions=[*(existing.expressions if existing else []), hint]))
+    return query
+
+
+def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
+    """What `ref()` returns: the model's columns, each stored row repeated `count` times."""
+    n = ident(f"{HIDDEN_PREFIX}n")
+    lateral = exp.Lateral(
+        this=exp.Explode(this=exp.GenerateSeries(start=lit(1), end=col(COUNT_COLUMN))),
+        view=True,
+        alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[n]),
+    )
+    select = exp.select(*[col(o.name) for o in plan.outputs]).from_(backing.to_table())
+    select.set("laterals", [lateral])
+    return select
+
+
+def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
+    """Size of the change set; with a unique key, also its distinct keys and largest delta.
+
+    An append under a declared unique key is only trusted when the change set itself keeps the
+    key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
+    """
+    d = col(DELTA_COLUMN)
+    pos = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
+    neg = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
+    select = exp.select(
+        exp.Count(this=exp.Star()).as_("n"),
+        func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
+        func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
+        exp.Min(this=d.copy()).as_("min_d"),
+        exp.Max(this=d.copy()).as_("max_d"),
+    ).from_(temp_table(name))
+    if unique_key:
+        key = exp.Struct(expressions=[col(c) for c in unique_key])
+        select = select.select(exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"))
+    return select
+
+
+def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
+    """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact."""
+    rids = [exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources]
+    outs = [exp.NullSafeEQ(this=col(o.name, left), expression=col(o.name, right)) for o in plan.outputs]
+    return exp.and_(*rids, *outs)
+
+
+def _stored_columns(plan: ViewPlan) -> list[str]:
+    return [o.name for o in plan.outputs] + [s.rid for s in plan.sources]
+
+
+def changed_identities(staged: Mapping[int, str], limit: int) -> exp.Select:
+    """(occurrence, identity) of every change row, at most `limit` rows."""
+    parts = [
+        exp.select(lit(i).as_("i"), col(RID_COLUMN)).distinct().from_(temp_table(name))
+        for i, name in sorted(staged.items())
+    ]
+    return exp.select("*").from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}ids"))).limit(limit)
+
+
+def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: str | None = None) -> exp.Expr:
+    """Stored rows a change set can reach: a changed occurrence's identity column holds a change row's.
+
+    Every key of the change set carries, in the column of the occurrence whose term produced it,
+    the identity of one of that occurrence's change rows; so this is implied by the MERGE's match
+    and adding it to ON changes no match. Delta evaluates it inside the target scan, so the
+    MERGE's joins see only these rows instead of the whole view. (Delta prunes files for an IN
+    list by its min..max only, which scattered hashes defeat: this filters rows, not files.)
+    """
+    parts = [
+        exp.In(
+            this=col(plan.sources[index].rid, table), expressions=[exp.Literal.number(v) for v in sorted(set(values))]
+        )
+        for index, values in sorted(identities.items())
+        if values
+    ]
+    return exp.paren(exp.or_(*parts)) if parts else exp.false()
+
+
+def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str]) -> exp.Select:
+    """How many stored rows mention a changed source row (0: every changed key is new, append).
+
+    Reads one bigint column of the view per changed occurrence: every key of the change set
+    carries the identity of a change row in that occurrence's column.
+    """
+    probes = [
+        exp.select(lit(1).as_("one"))
+        .from_(backing.to_table())
+        .where(
+            exp.In(this=col(plan.sources[i].rid), query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery())
+        )
+        for i, name in sorted(staged.items())
+    ]
+    return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union_all(probes).subquery(ident(f"{HIDDEN_PREFIX}p")))
+
+
+def insert_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Insert:
+    """Insert-only change set of brand-new identity tuples: append, no MERGE."""
+    return _insert_stored(plan, backing, col(DELTA_COLUMN), temp_table(delta))
+
+
+def _insert_stored(plan: ViewPlan, backing: TableName, count: exp.Expr, rows: exp.Expr) -> exp.Insert:
+    """INSERT of `rows` into the backing table: its stored columns, and `count` as the count."""
+    cols = _stored_columns(plan)
+    select = exp.select(*[col(c) for c in cols], count.as_(ident(COUNT_COLUMN))).from_(rows)
+    return exp.insert(select, backing.to_table(), columns=[ident(c) for c in [*cols, COUNT_COLUMN]])
+
+
+def append_statement(
+    plan: ViewPlan,
+    backing: TableName,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    unique_key: tuple[str, ...],
+    violation: str,
+    broadcast: bool = False,
+) -> exp.Insert:
+    """The view's new rows straight from the change feeds, appended in one statement.
+
+    For a monotone view whose moved sources only appended rows: every net change adds copies.
+    The declared unique key makes each row new to the stored rows too, and is checked here on the
+    rows added (a key or a row twice fails the INSERT with `violation`: nothing is written). A
+    negative change would mean the history lied about the appends: it fails as well, never applied.
+    """
+    delta = delta_select(plan, old, new, broadcast=broadcast)
+    assert delta is not None
+    d = col(DELTA_COLUMN)
+    repeats = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[col(c) for c in unique_key])
+    count = exp.Case(
+        ifs=[
+            exp.If(
+                this=exp.LT(this=d.copy(), expression=lit(1)),
+                true=raise_error(f"fast_mv {backing}: an appended source row removed a view row; nothing was written"),
+            ),
+            exp.If(
+                this=exp.or_(exp.GT(this=d.copy(), expression=lit(1)), exp.GT(this=repeats, expression=lit(1))),
+                true=raise_error(violation),
+            ),
+        ],
+        default=lit(1),
+    )
+    return _insert_stored(plan, backing, count, delta.subquery(ident(f"{HIDDEN_PREFIX}a")))
+
+
+def merge_statement(
+    plan: ViewPlan, backing: TableName, delta: str, identities: Mapping[int, list[int]] | None = None
+) -> exp.Merge:
+    """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly.
+
+    Three clauses, the guards folded into the values: every extra clause costs the MERGE a pass
+    over its rows. `identities` (see `identity_filter`) narrows the target side.
+    """
+    t, s = "t", "s"
+    new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
+    corrupt = (
+        f"fast_mv {backing}: the change set removes rows the view does not hold; "
+        "its stored state is inconsistent: run dbt with --full-refresh for this model"
+    )
+
+    def positive_or_fail(value: exp.Expr) -> exp.Expr:
+        return exp.If(this=exp.GT(this=value.copy(), expression=lit(0)), true=value.copy(), false=raise_error(corrupt))
+
+    cols = _stored_columns(plan)
+    whens = [
+        exp.When(
+            matched=True,
+            source=False,
+            condition=exp.EQ(this=new_count.copy(), expression=lit(0)),
+            then=exp.var("DELETE"),
+        ),
+        exp.When(
+            matched=True,
+            source=False,
+            then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=positive_or_fail(new_count))]),
+        ),
+        exp.When(
+            matched=False,
+            source=False,
+            then=exp.Insert(
+                this=exp.Tuple(expressions=[col(c) for c in [*cols, COUNT_COLUMN]]),
+                expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [positive_or_fail(col(DELTA_COLUMN, s))]),
+            ),
+        ),
+    ]
+    target = backing.to_table()
+    target.set("alias", exp.TableAlias(this=ident(t)))
+    on = _key_match(plan, t, s)
+    if identities is not None:
+        on = exp.and_(on, identity_filter(plan, identities, t))
+    return exp.Merge(
+        this=target,
+        using=temp_table(delta).as_(s),
+        on=on,
+        whens=exp.Whens(expressions=whens),
+    )
+
+
+class JoinRules:
+    MONOTONE = True
+
+    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+        return build_select(plan, versions)
+
+    def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
+        return view_select(plan, backing)
+
+    def append_statement(
+        self,
+        plan: ViewPlan,
+        backing: TableName,
+        old: Mapping[str, int],
+        new: Mapping[str, int],
+        unique_key: tuple[str, ...],
+        violation: str,
+        broadcast: bool = False,
+    ) -> exp.Insert:
+        return append_statement(plan, backing, old, new, unique_key, violation, broadcast)
+
+    def apply(self, refresh: Refresh) -> Write:
+        """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
+        plan, name = refresh.plan, refresh.temp("delta")
+        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged)
+        assert delta is not None
+        refresh.run(cache_as(name, delta))
+        stats = refresh.query(sql(delta_stats(name, refresh.unique_key)))[0]
+        n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)
+        inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
+        if refresh.unique_key and n > 0 and min_d > 0 and (max_d > 1 or int(stats["keys"]) < n):
+            raise StateError(refresh.key_violation)
+        if n == 0:
+            return Write("empty", empty_commit(refresh.backing), 0, 0)
+        if min_d > 0 and (refresh.unique_key or _all_new(refresh)):
+            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0)
+        identities = _changed_identities(refresh)
+        merge = merge_statement(plan, refresh.backing, name, identities)
+        return Write("merge", merge, inserted, deleted, check_repeats=True)
+
+    def explain_steps(self, plan: ViewPlan) -> list[str]:
+        lines = []
+        for table in plan.tables:
+            lines.append(f"  change to {table}:")
+            for s in (s for s in plan.sources if s.table.key == table.key):
+                others = [o.alias for o in plan.sources if o.index != s.index]
+                lines.append(
+                    f"    {s.alias}: net change feed per row identity (inserts +1, deletes -1, update images "
+                    f"cancel when no used column changed)"
+                    + (
+                        f"; joined with {', '.join(others)} (earlier occurrences at the new version, later at the "
+                        f"consumed version)"
+                        if others
+                        else ""
+                    )
+                )
+            lines.append(
+                "    apply: one MERGE on the identity tuple (count += delta, delete at 0), "
+                "or one INSERT when every changed identity is new; no changes: no write"
+            )
+        return lines
+
+
+def _changed_identities(refresh: Refresh) -> dict[int, list[int]] | None:
+    """Each changed occurrence's change-row identities, or None when too many to write out."""
+    rows = refresh.query(sql(changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1)))
+    if len(rows) > MAX_FILTER_IDENTITIES:
+        return None
+    identities: dict[int, list[int]] = {i: [] for i in refresh.staged}
+    for row in rows:
+        identities[int(row["i"])].append(int(row[RID_COLUMN]))
+    return identities
+
+
+def _all_new(refresh: Refresh) -> bool:
+    """No stored row mentions a changed source row: the change set only appends.
+
+    Skipped under a declared unique key: a row this refresh adds cannot share its key with a
+    stored row without the model's rows repeating the key.
+    """
+    rows = refresh.query(sql(existing_identities(refresh.plan, refresh.backing, refresh.staged)))
+    return int(rows[0]["n"]) == 0
+
+
+RULES = JoinRules()

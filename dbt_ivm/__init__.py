@@ -1,8 +1,9 @@
 """dbt-ivm engine: incremental maintenance of materialized views on Spark + Delta.
 
-Pure Python, no dbt imports: `analyze` turns a model's SQL into a `ViewPlan`,
-`render` turns a plan plus source versions into Spark SQL, and `maintain`
-drives a build or refresh through any object that can run SQL.
+Pure Python, no dbt imports: `analyze` turns a model's SQL into a `ViewPlan`; each view class
+(`classes/`: joins, aggregate) turns a plan plus source versions into the Spark SQL of a build or
+a refresh, with what they share in `classes.changes` and `render`; `maintain` drives a build or
+refresh through any object that can run SQL.
 """
 
 from dbt_ivm.analyze import analyze, source_tables

@@ -473,7 +473,8 @@ def _check_aggregate(node: exp.Expr) -> None:
             f"aggregate {_func_name(node)}(), whose value depends on the order of the rows (which Spark does not "
             "define), so a recompute may give another value",
             node,
-            "use an aggregate that does not depend on row order (min, max, collect_set, count(DISTINCT …)), "
+            "use an aggregate that does not depend on row order (min, max, array_sort(collect_set(…)), "
+            "count(DISTINCT …)), "
             "or use materialized='table' for this model",
         )
     core = node.this if isinstance(node, (exp.Filter, exp.WithinGroup)) else node
@@ -1196,6 +1197,13 @@ def _aggregation(
         raise _refuse("DISTINCT together with aggregates", select, "drop DISTINCT, or GROUP BY the columns")
     if group_by or calls or having is not None:  # HAVING alone makes Spark aggregate globally
         _check_grouped(outputs, having, group_by)
+    # An ordinal qualify left in place points at a constant output (GROUP BY 2 of `'web' AS channel`).
+    group_by = tuple(
+        outputs[int(g.name) - 1].expression
+        if isinstance(g, exp.Literal) and g.is_int and 1 <= int(g.name) <= len(outputs)
+        else g
+        for g in group_by
+    )
     if distinct:
         group_by = tuple(o.expression for o in outputs)  # one group per distinct row
     by_key: dict[str, Aggregate] = {}

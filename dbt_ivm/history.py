@@ -3,7 +3,7 @@
 DESCRIBE HISTORY is metadata: one row per commit, read from the log without scanning data.
 A refresh uses it to learn that a source only appended rows since the view last consumed it,
 which lets the view's new rows be appended straight from the change feed (see
-`render.append_statement`) instead of staging, netting and merging them.
+`joins.append_statement`) instead of staging, netting and merging them.
 """
 
 from __future__ import annotations

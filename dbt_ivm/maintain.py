@@ -471,7 +471,8 @@ class Maintainer:
             return self._append(plan, old, pinned, ranges, new_mark, appended)
         self.log(f"fast_mv {self.view}: reading changes from {ranges}")
         uid = uuid.uuid4().hex[:12]
-        staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if s.table.key in moved}
+        stage = self.rules.stages_changes(plan)
+        staged = {s.index: f"__ivm_chg_{uid}_{s.index}" for s in plan.sources if stage and s.table.key in moved}
         temps = list(staged.values())
 
         def temp(role: str) -> str:
@@ -489,10 +490,15 @@ class Maintainer:
                 temp,
                 self.run,
                 self.db.query,
+                lambda query: describe_query(self.db, query),
                 self.unique_key,
                 self._key_violation(),
             )
-            write = self.rules.apply(refresh)
+            try:
+                write = self.rules.apply(refresh)
+            except Exception as e:  # the connection's error type varies; unstaged feeds are first read here
+                self._raise_if_lost_history(e, ranges)
+                raise
             if write.detail:
                 self.log(f"fast_mv {self.view}: {write.detail}")
             self.before_commit()
@@ -510,6 +516,10 @@ class Maintainer:
                 "no changes", f"no net changes from {ranges}", versions=dict(pinned), statements=tuple(self.statements)
             )
         inserted, deleted = _written(write, commit)
+        if inserted == deleted == 0:  # e.g. an aggregate whose group deltas all cancel
+            return Outcome(
+                "no changes", f"no net changes from {ranges}", versions=dict(pinned), statements=tuple(self.statements)
+            )
         return Outcome(
             "refreshed",
             f"refreshed: +{inserted}/-{deleted} rows from {ranges}",

@@ -210,13 +210,17 @@ def _float_pairs(view: TableName, model: exp.Select, names: list[str], floats: l
         return exp.select("*", number).from_(rows.subquery(ident(f"{alias}_rows"))).subquery(ident(alias))
 
     def close(f: str) -> exp.Expr:
+        """Equal (NULL, NaN and infinities only to themselves), or both finite and within the tolerance."""
         a, b = col(f, "v"), col(f, "m")
+        infinity = exp.Cast(this=lit("Infinity"), to=exp.DataType.build("double"))
+        finite = [exp.LT(this=func("abs", x.copy()), expression=infinity.copy()) for x in (a, b)]  # NaN is not
         scale = func("greatest", func("abs", a.copy()), func("abs", b.copy()), lit(1))
         within = exp.LTE(
             this=func("abs", exp.Sub(this=a.copy(), expression=b.copy())),
             expression=exp.Mul(this=exp.Literal.number(FLOAT_TOLERANCE), expression=scale),
         )
-        return exp.or_(exp.NullSafeEQ(this=a, expression=b), within)
+        near = func("coalesce", exp.and_(*finite, within), exp.false())
+        return exp.or_(exp.NullSafeEQ(this=a, expression=b), near)
 
     only_model = exp.Is(this=col(rn, "v"), expression=exp.Null())
     only_view = exp.Is(this=col(rn, "m"), expression=exp.Null())

@@ -1,9 +1,12 @@
-"""Benchmark: incremental refresh vs full rebuild of a 3-way join view, same Spark session, same run.
+"""Benchmark: incremental refresh vs full rebuild, same Spark session, same run.
 
-    .venv/bin/python scripts/bench.py --fact 1000000 --fraction 0.001
+    .venv/bin/python scripts/bench.py --fact 1000000 --fraction 0.001          # a 3-way join view
+    .venv/bin/python scripts/bench.py --aggregate --fact 10000000 --groups 1000 1000000
 
 Prints each refresh's time with the statements that dominate it, the full rebuild's
-time, and checks every refreshed view against its recompute.
+time, and checks every refreshed view against its recompute. `--aggregate`: SUM, COUNT, AVG
+and MAX by group over one source and over a join with a dimension, for each group count,
+after insert-only and after mixed changes of `--fraction` of the source.
 """
 
 from __future__ import annotations
@@ -95,14 +98,85 @@ def timed(db: TimedDatabase, label: str, fn) -> float:
     return elapsed
 
 
+AGGREGATES = "count(*) as n, sum(s.amount) as total, avg(s.amount) as mean, max(s.amount) as top"
+AGGREGATE_VIEWS = {
+    "by group": f"select s.g, {AGGREGATES} from {DB}.sales s group by s.g",
+    "by group, joined": (
+        f"select s.g, d.region, {AGGREGATES} from {DB}.sales s join {DB}.dim d on s.d = d.d group by s.g, d.region"
+    ),
+}
+
+
+def setup_sales(spark: Any, n: int, groups: int) -> None:
+    """`sales` (n rows, `groups` groups g, dimension key d = g % 1000) and `dim` (1000 rows)."""
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+    spark.sql(f"create table {DB}.dim (d bigint, region string) {cdf}")
+    spark.sql(f"insert into {DB}.dim select id, concat('r', id % 17) from range(1000)")
+    spark.sql(f"create table {DB}.sales (id bigint, g bigint, d bigint, amount double) {cdf}")
+    spark.sql(
+        f"insert into {DB}.sales select id, (id * 7919) % {groups}, ((id * 7919) % {groups}) % 1000, "
+        f"(id % 997) * 1.5 from range({n})"
+    )
+
+
+def change_sales(spark: Any, n: int, groups: int, fraction: float, seed: int, inserts_only: bool) -> str:
+    """Insert `fraction` of n rows into existing groups; mixed: a third each inserted, updated, deleted."""
+    k = max(1, int(n * fraction / (1 if inserts_only else 3)))
+    base = 10 * n * (seed + 1)
+    spark.sql(
+        f"insert into {DB}.sales select {base} + id, (id * 31) % {groups}, ((id * 31) % {groups}) % 1000, "
+        f"(id % 991) * 1.5 from range({k})"
+    )
+    if inserts_only:
+        return f"+{k}"
+    step = n // k
+    spark.sql(f"update {DB}.sales set amount = amount + 1 where id < {n} and id % {step} = {seed % step}")
+    spark.sql(f"delete from {DB}.sales where id < {n} and id % {step} = {(seed + 1) % step}")
+    return f"+{k}/~{k}/-{k}"
+
+
+def aggregate_bench(spark: Any, db: TimedDatabase, n: int, groups: list[int], fraction: float, check: bool) -> None:
+    rows = []
+    for g in groups:
+        t = time.time()
+        setup_sales(spark, n, g)
+        print(f"\nsetup: {n} sales rows in {g} groups, 1000 dimension rows in {time.time() - t:.1f} s")
+        for label, sql in AGGREGATE_VIEWS.items():
+            view = TableName(DB, "agg_" + label.replace(" ", "_").replace(",", ""))
+
+            def m(sql: str = sql, view: TableName = view) -> Maintainer:
+                return Maintainer(db, view, sql)
+
+            timed(db, f"[{g} groups, {label}] first build", lambda: m().materialize(full_refresh=True))
+            for seed, inserts_only in ((1, True), (2, False)):
+                kind = "insert-only" if inserts_only else "mixed"
+                change = change_sales(spark, n, g, fraction, seed, inserts_only)
+                refresh = timed(db, f"[{g} groups, {label}] refresh {kind} {change}", lambda: m().materialize())
+                rebuild = timed(db, f"[{g} groups, {label}] rebuild", lambda: m().materialize(full_refresh=True))
+                rows.append((g, label, kind, refresh, rebuild))
+                if check:
+                    diff = spark.sql(consistency_sql(db, view)).count()
+                    assert diff == 0, f"{view}: {diff} differing rows"
+    print("\ngroups     view               change       refresh   rebuild   speed-up")
+    for g, label, kind, refresh, rebuild in rows:
+        print(f"{g:<10} {label:<18} {kind:<12} {refresh:7.2f} s {rebuild:7.2f} s {rebuild / refresh:8.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fact", type=int, default=1_000_000)
     ap.add_argument("--fraction", type=float, default=0.001)
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--aggregate", action="store_true", help="the aggregate views' benchmark")
+    ap.add_argument("--groups", type=int, nargs="+", default=[1000, 1_000_000])
     args = ap.parse_args()
     spark = get_spark(tempfile.mkdtemp(prefix="ivm-bench-"))
     db = TimedDatabase(spark)
+    if args.aggregate:
+        aggregate_bench(spark, db, args.fact, args.groups, args.fraction, not args.no_check)
+        return
     view = TableName(DB, "order_facts")
     m = lambda: Maintainer(db, view, VIEW_SQL)  # noqa: E731
 

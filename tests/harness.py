@@ -24,6 +24,8 @@ from dbt_ivm.maintain import Maintainer, backing_table, consistency_sql, read_wa
 KEYS = [0, 1, 2, 3, None]
 WORDS = ["a", "b", "c", None]
 NUMS = [0.5, 1.0, 2.5, None]
+# Doubles with NaN and the infinities: a sum that adds them cannot subtract them again.
+SPECIAL = [0.5, 1.0, 2.5, None, 0.5, 1.0, None, float("nan"), float("inf"), float("-inf")]
 MONEY = [Decimal("1.25"), Decimal("-3.10"), Decimal("7.05"), Decimal("0.00"), None]
 
 
@@ -47,6 +49,8 @@ class Family:
     name: str
     tables: tuple[Table, ...]
     views: tuple[View, ...]
+    # table -> chance it changes in a round (at least one does); None: one, several, all or none
+    odds: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass
@@ -87,11 +91,15 @@ def literal(value: Any) -> str:
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, Decimal):
         return f"{value}BD"
+    if isinstance(value, float) and value != value:
+        return "double('NaN')"
+    if isinstance(value, float) and abs(value) == float("inf"):
+        return f"double('{'-' if value < 0 else ''}Infinity')"
     return repr(value)
 
 
 def domain(kind: str) -> list[Any]:
-    return {"int": KEYS, "string": WORDS, "double": NUMS, "decimal(10,2)": MONEY}[kind]
+    return {"int": KEYS, "string": WORDS, "double": NUMS, "decimal(10,2)": MONEY, "double special": SPECIAL}[kind]
 
 
 class Harness:
@@ -118,7 +126,7 @@ class Harness:
         self.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
         self.sql(f"CREATE DATABASE `{self.database}`")
         for t in self.family.tables:
-            cols = ", ".join(f"`{c}` {k}" for c, k in t.columns)
+            cols = ", ".join(f"`{c}` {k.split()[0]}" for c, k in t.columns)
             self.sql(
                 f"CREATE TABLE {self.qualified(t.name)} ({cols}) USING DELTA "
                 "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
@@ -176,8 +184,13 @@ class Harness:
 
     def round(self, number: int) -> None:
         tables = list(self.family.tables)
-        how = self.rng.choices(["one", "several", "all", "none"], weights=[4, 3, 2, 1])[0]
-        if how == "one":
+        how = (
+            "odds" if self.family.odds else self.rng.choices(["one", "several", "all", "none"], weights=[4, 3, 2, 1])[0]
+        )
+        if how == "odds":
+            odds = dict(self.family.odds or ())
+            changed = [t for t in tables if self.rng.random() < odds[t.name]] or [self.rng.choice(tables)]
+        elif how == "one":
             changed = [self.rng.choice(tables)]
         elif how == "several":
             changed = self.rng.sample(tables, self.rng.randint(1, len(tables)))
@@ -320,7 +333,7 @@ KEYED = Family(
 
 # Aggregate views: grouped and global, NULL keys and values, DECIMAL and DOUBLE, HAVING, DISTINCT,
 # aggregates without a rule, over one source, a self-join and 2- and 3-way joins.
-P = Table("p", (("k", "int"), ("g", "string"), ("x", "double"), ("m", "decimal(10,2)")))
+P = Table("p", (("k", "int"), ("g", "string"), ("x", "double special"), ("m", "decimal(10,2)")))
 Q = Table("q", (("k", "int"), ("w", "string")))
 R = Table("r", (("w", "string"), ("z", "int")))
 
@@ -366,4 +379,5 @@ AGGREGATES = Family(
         ),
         _agg("a_self", "SELECT p1.g, count(*) AS n FROM {db}.p p1 JOIN {db}.p p2 ON p1.k = p2.k GROUP BY p1.g"),
     ),
+    odds=(("p", 0.85), ("q", 0.35), ("r", 0.35)),  # most views read p alone: change it most rounds
 )

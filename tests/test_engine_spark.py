@@ -405,3 +405,36 @@ def test_a_global_aggregate_keeps_its_one_row_over_no_rows(spark, spark_db, sour
     mv(spark_db, "t", sql).materialize()
     assert [tuple(r) for r in spark.sql(f"select * from {DB}.t").collect()] == [(0, None, None, 0)]
     assert_consistent(spark, spark_db, "t")
+
+
+def test_a_group_the_join_terms_add_and_remove_is_neither_wrong_nor_stuck(spark, spark_db):
+    """One refresh inserts orders and moves their customer: the order term adds a row to EU (joined
+    with the old customers) that the customer term removes again. EU's stored extreme must not be
+    the value added and removed; a group that nets to nothing is not inserted."""
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    try:
+        spark.sql(f"create table {DB}.o (cid int, amt double) {CDF}")
+        spark.sql(f"create table {DB}.c (id int, region string) {CDF}")
+        spark.sql(f"insert into {DB}.c values (1, 'EU'), (2, 'EU'), (3, 'NA')")
+        by_region = (
+            f"select c.region, min(o.amt) as lo, count(*) as n from {DB}.o o join {DB}.c c on o.cid = c.id "
+            "group by c.region"
+        )
+        regions = f"select distinct c.region from {DB}.o o join {DB}.c c on o.cid = c.id"
+        mv(spark_db, "r", by_region).materialize()
+        mv(spark_db, "d", regions).materialize()
+        spark.sql(f"insert into {DB}.o values (1, 1.0), (2, 10.0), (3, 5.0)")
+        spark.sql(f"update {DB}.c set region = 'US' where id = 1")
+        for name, sql in (("r", by_region), ("d", regions)):
+            assert mv(spark_db, name, sql).materialize().action == "refreshed"
+            assert_consistent(spark, spark_db, name)
+        rows = {tuple(r) for r in spark.sql(f"select * from {DB}.r").collect()}
+        assert rows == {("EU", 10.0, 1), ("US", 1.0, 1), ("NA", 5.0, 1)}
+        spark.sql(f"insert into {DB}.o values (3, 7.0)")
+        spark.sql(f"update {DB}.c set region = 'SA' where id = 3")  # NA: added and removed, gone
+        for name, sql in (("r", by_region), ("d", regions)):
+            mv(spark_db, name, sql).materialize()
+            assert_consistent(spark, spark_db, name)
+    finally:
+        spark.sql(f"drop database if exists {DB} cascade")

@@ -28,10 +28,13 @@ class Refresh:
     backing: TableName
     old: Mapping[str, int]  # the versions the view last consumed
     new: Mapping[str, int]  # the versions pinned for this refresh
-    staged: Mapping[int, str]  # occurrence index -> cached net change of that source (see changes.change_select)
+    # occurrence index -> cached net change of that source (see changes.change_select); empty when
+    # the class does not stage (`ViewRules.stages_changes`): its statements read the feeds
+    staged: Mapping[int, str]
     temp: Callable[[str], str]  # a fresh temporary table name, released after the commit
     run: Callable[[str], None]
     query: Callable[[str], list[dict[str, Any]]]
+    describe: Describe  # a query's column types (DESCRIBE QUERY: planned, not run)
     unique_key: tuple[str, ...] = ()
     key_violation: str = ""  # the message when the declared unique key repeats
 
@@ -53,6 +56,10 @@ class ViewRules(Protocol):
 
     # Rows only grow when the sources only grow: the append path applies (see `append_statement`).
     MONOTONE: bool
+
+    def stages_changes(self, plan: ViewPlan) -> bool:
+        """Whether each moved source's net change is cached before `apply` (`Refresh.staged`)."""
+        ...
 
     def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
         """The view's storage at the pinned versions: its rows and hidden columns."""

@@ -12,12 +12,15 @@ groups whose count reaches 0 and inserts new ones (Oracle's aggregate refresh, s
 kinds of group are recomputed from the sources at the pinned versions, in the same commit:
 groups whose stored MIN or MAX was among the removed values (not every group a delete touched,
 as Oracle does), and, for a view with an aggregate that has no rule (COUNT(DISTINCT), STDDEV,
-percentiles …), every group the change touches. Sources that only appended never recompute.
+percentiles …), every group the change touches. Without such an aggregate, sources that only
+appended recompute nothing and read no stored group outside the MERGE.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -37,6 +40,7 @@ from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_
 from dbt_ivm.verbatim import DIALECT
 
 F = AggregateFunction
+DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)", re.IGNORECASE)
 EXTREMES = (F.MIN, F.MAX)
 RECOMPUTED_FLAG = f"{HIDDEN_PREFIX}r"
 
@@ -50,17 +54,29 @@ def _removed(agg: Aggregate) -> str:
     return f"{HIDDEN_PREFIX}del_{agg.index}"
 
 
-def _recomputed(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}r_{agg.index}"
+def _non_finite(agg: Aggregate) -> str:
+    return f"{HIDDEN_PREFIX}nf_{agg.index}"
+
+
+def _recomputed(name: str) -> str:
+    """The recomputed value of state column `name` (`__ivm_a_1` -> `__ivm_r_a_1`)."""
+    return f"{HIDDEN_PREFIX}r_{name[len(HIDDEN_PREFIX) :]}"
+
+
+def _state_columns(plan: ViewPlan) -> list[str]:
+    return [COUNT_COLUMN, *(h.name for a in plan.aggregates for h in a.state)]
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """Which groups a refresh recomputes, decided from the state's types (see `recompute_rules`)."""
+
+    every_group: bool  # an aggregate without a rule, or a sum Spark would round when adding
+    float_sums: frozenset[int]  # SUM/AVG over floating point: recompute where NaN/Inf was removed
 
 
 def _keys(plan: ViewPlan) -> list[str]:
     return [group_column(i) for i in range(len(plan.group_by))]
-
-
-def _needs_recompute(plan: ViewPlan) -> list[Aggregate]:
-    """Aggregates whose value a delete can invalidate: MIN, MAX and those without a rule."""
-    return [a for a in plan.aggregates if a.function in (*EXTREMES, F.RECOMPUTED)]
 
 
 def _ungrouped(plan: ViewPlan) -> exp.Select:
@@ -72,12 +88,20 @@ def _ungrouped(plan: ViewPlan) -> exp.Select:
     return query
 
 
+def _grouping(key: exp.Expr) -> exp.Expr:
+    """A GROUP BY expression as written in a statement: an integer literal would be read as an
+    ordinal, so a constant key is cast to its own type."""
+    if isinstance(key, exp.Literal) and not key.is_string:
+        return exp.Cast(this=key.copy(), to=exp.DataType.build("decimal(38,0)" if "." not in key.name else "double"))
+    return key.copy()
+
+
 def _grouped(plan: ViewPlan, projections: list[exp.Expr]) -> exp.Select:
     query = _ungrouped(plan)
-    keys = [g.copy().as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
+    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
     query = query.select(*keys, *projections, copy=False)
     if plan.group_by:
-        query.set("group", exp.Group(expressions=[g.copy() for g in plan.group_by]))
+        query.set("group", exp.Group(expressions=[_grouping(g) for g in plan.group_by]))
     return query
 
 
@@ -105,7 +129,7 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
 
 def _rows(plan: ViewPlan) -> exp.Select:
     """The view's rows before grouping: group keys and the arguments of the aggregates with a rule."""
-    keys = [g.copy().as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
+    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
     args = [a.argument.copy().as_(ident(_argument(a))) for a in plan.aggregates if a.argument is not None]
     return _ungrouped(plan).select(*keys, *args, copy=False)
 
@@ -119,13 +143,20 @@ def _zero_if_null(e: exp.Expr) -> exp.Expr:
 
 
 def delta_select(
-    plan: ViewPlan, old: Mapping[str, int], new: Mapping[str, int], staged: Mapping[int, str] | None = None
+    plan: ViewPlan,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    staged: Mapping[int, str] | None = None,
+    float_sums: frozenset[int] = frozenset(),
 ) -> exp.Select | None:
     """Per touched group: the count's delta, each aggregate's state delta, and for MIN/MAX the
     extreme of the values added (`__ivm_a_<k>`) and of those removed (`__ivm_del_<k>`).
 
-    Rows come one per copy with `__ivm_d` = +1 or -1 (see `changes.signed_rows`), so a sum's delta
-    is `sum(IF(d > 0, x, -x))`: exact for DECIMAL and intervals, no product that widens a type.
+    Rows come one per copy with `__ivm_d` = +1 or -1 (see `changes.signed_rows`). A sum's delta is
+    the sum added less the sum removed, each a SUM of the arguments (no product `x * d`, which
+    widens a DECIMAL, and no `-x`, which overflows an INT's smallest value). For SUM and AVG over
+    floating point (`float_sums`), `__ivm_nf_<k>` counts removed NaN and infinite values: a sum
+    cannot subtract them (NaN - NaN is NaN), so those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
     terms = [
@@ -145,7 +176,13 @@ def delta_select(
             counted = _if(exp.Is(this=x.copy(), expression=exp.Null()), lit(0), d.copy())
             measures.append(_zero_if_null(exp.Sum(this=counted)).as_(ident(agg.non_null)))
         if agg.function in (F.SUM, F.AVG):
-            measures.append(exp.Sum(this=_if(added.copy(), x.copy(), exp.Neg(this=x.copy()))).as_(ident(agg.value)))
+            plus = exp.Sum(this=_if(added.copy(), x.copy(), exp.Null()))
+            minus = exp.Sum(this=_if(removed.copy(), x.copy(), exp.Null()))
+            measures.append(_combine(plus, minus, exp.Sub).as_(ident(agg.value)))
+        if agg.index in float_sums:
+            finite = exp.EQ(this=exp.Sub(this=x.copy(), expression=x.copy()), expression=lit(0))
+            lost = exp.and_(removed.copy(), exp.not_(exp.Is(this=x.copy(), expression=exp.Null())), exp.not_(finite))
+            measures.append(func("count_if", lost).as_(ident(_non_finite(agg))))
         if agg.function in EXTREMES:
             pick = exp.Min if agg.function is F.MIN else exp.Max
             measures.append(pick(this=_if(added.copy(), x.copy(), exp.Null())).as_(ident(agg.value)))
@@ -155,6 +192,19 @@ def delta_select(
     return select.group_by(*[k.copy() for k in keys]) if keys else select
 
 
+def _combine(a: exp.Expr, b: exp.Expr, op: type[exp.Add] | type[exp.Sub]) -> exp.Expr:
+    """`a op b` where a NULL side counts as nothing (no 0 literal: a sum may be an interval); an
+    overflow stays an error or NULL as Spark gives it, never the other side's value."""
+    only_b = b.copy() if op is exp.Add else exp.Neg(this=b.copy())
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.Is(this=a.copy(), expression=exp.Null()), true=only_b),
+            exp.If(this=exp.Is(this=b.copy(), expression=exp.Null()), true=a.copy()),
+        ],
+        default=op(this=a, expression=b),
+    )
+
+
 def _match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
     """Group keys equal, NULL-safe (a NULL key is a group); TRUE for the one global row."""
     if not plan.group_by:
@@ -162,51 +212,65 @@ def _match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
     return exp.and_(*[exp.NullSafeEQ(this=col(k, left), expression=col(k, right)) for k in _keys(plan)])
 
 
-def lost_extremes(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select:
-    """The touched groups to recompute: every one if an aggregate has no rule, else those whose
-    stored MIN or MAX is among the values the change removed (an equal value removed counts: the
-    copies left are unknown). Groups whose removed values all lie inside the extreme keep it."""
+def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute) -> exp.Select:
+    """The touched groups to recompute from the sources.
+
+    Every one when `rules.every_group`; else those whose stored MIN or MAX is among the values
+    the change removed (an equal value removed counts: the copies left are unknown), or is NULL or
+    not stored while a value was removed (a join's terms can add and remove the same row), and
+    those that lost a NaN or infinite value of a floating-point sum. Groups whose removed values
+    all lie inside the extreme keep it: only these groups of the view are read (a join on keys).
+    """
     keys = [col(k, "s") for k in _keys(plan)]
     select = exp.select(*keys) if keys else exp.select(lit(1).as_("one"))
-    if any(a.function is F.RECOMPUTED for a in plan.aggregates):
-        return select.from_(temp_table(delta).as_("s"))
-    lost = []
+    select = select.from_(temp_table(delta).as_("s"))
+    if rules.every_group:
+        return select
+    lost: list[exp.Expr] = []
     for agg in plan.aggregates:
         if agg.function in EXTREMES:
+            removed, stored = col(_removed(agg), "s"), col(agg.value, "t")
             beyond = exp.LTE if agg.function is F.MIN else exp.GTE
-            lost.append(beyond(this=col(_removed(agg), "s"), expression=col(agg.value, "t")))
-    stored = backing.to_table()
-    stored.set("alias", exp.TableAlias(this=ident("t")))
-    return (
-        select.from_(temp_table(delta).as_("s"))
-        .join(stored, on=_match(plan, "s", "t"), join_type="inner")
-        .where(exp.or_(*lost) if lost else exp.false())
-    )
+            unknown = exp.or_(
+                exp.Is(this=col(COUNT_COLUMN, "t"), expression=exp.Null()), exp.Is(this=stored, expression=exp.Null())
+            )
+            within = exp.or_(unknown, beyond(this=removed.copy(), expression=stored.copy()))
+            lost.append(exp.and_(exp.not_(exp.Is(this=removed, expression=exp.Null())), exp.paren(within)))
+        if agg.index in rules.float_sums:
+            lost.append(exp.GT(this=col(_non_finite(agg), "s"), expression=lit(0)))
+    stored_rows = backing.to_table()
+    stored_rows.set("alias", exp.TableAlias(this=ident("t")))
+    joined = select.join(stored_rows, on=_match(plan, "s", "t"), join_type="left")
+    return joined.where(exp.or_(*lost) if lost else exp.false())
 
 
 def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -> exp.Select:
-    """The value of MIN, MAX and every aggregate without a rule for the groups in `groups`,
-    from the sources at the pinned versions (a semi-join on the keys, NULL-safe)."""
+    """The whole stored state of the groups in `groups`, from the sources at the pinned versions
+    (a semi-join on the keys, NULL-safe), each column renamed `_recomputed`."""
     rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
-    values = [a.call.copy().as_(ident(_recomputed(a))) for a in _needs_recompute(plan)]
-    query = substitute(_grouped(plan, [exp.true().as_(ident(RECOMPUTED_FLAG)), *values]), rels)
+    state = [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN))]
+    state += [e for agg in plan.aggregates for e in _state(agg)]
+    for e in state:
+        e.set("alias", ident(_recomputed(e.alias)))
+    query = substitute(_grouped(plan, [exp.true().as_(ident(RECOMPUTED_FLAG)), *state]), rels)
     if plan.group_by:
+        lookup = f"{HIDDEN_PREFIX}f"
         wanted = exp.and_(
             *[
-                exp.NullSafeEQ(this=col(k, "f"), expression=g.copy())
+                exp.NullSafeEQ(this=col(k, lookup), expression=_grouping(g))
                 for k, g in zip(_keys(plan), plan.group_by, strict=True)
             ]
         )
-        lookup = exp.select(lit(1)).from_(temp_table(groups).as_("f")).where(wanted)
-        query = query.where(exp.Exists(this=lookup), copy=False)
+        found = exp.select(lit(1)).from_(temp_table(groups).as_(ident(lookup))).where(wanted)
+        query = query.where(exp.Exists(this=found), copy=False)
     return query
 
 
 def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str) -> exp.Expr:
-    """The MERGE's rows: the group deltas, with the recomputed values where there are some."""
+    """The MERGE's rows: the group deltas, with the recomputed state where there is some."""
     if recomputed is None:
         return temp_table(delta).as_(alias)
-    extra = [col(_recomputed(a), "r") for a in _needs_recompute(plan)]
+    extra = [col(_recomputed(c), "r") for c in _state_columns(plan)]
     flag = func("coalesce", col(RECOMPUTED_FLAG, "r"), exp.false()).as_(ident(RECOMPUTED_FLAG))
     select = (
         exp.select(exp.Column(this=exp.Star(), table=ident("d")), *extra, flag)
@@ -217,10 +281,10 @@ def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str)
 
 
 def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: str | None) -> exp.Merge:
-    """Add each group's deltas; delete a group whose count reaches 0 (not the global row); insert new ones.
-
-    `recomputed` (from `recompute_select`) replaces MIN/MAX where the extreme was lost and the
-    value of aggregates without a rule. A count that would go negative is corrupt state, loudly.
+    """Add each group's deltas; delete a group whose count reaches 0 (not the global row); insert
+    new ones (a group absent before and after, whose rows a join's terms added and removed, is
+    left out). A recomputed group (`recomputed`, from `recompute_select`) takes its whole
+    recomputed state. A count that would go negative is corrupt state, loudly.
     """
     t, s = "t", "s"
     corrupt = (
@@ -233,32 +297,31 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
         return _if(ok, value.copy(), raise_error(corrupt))
 
     count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(COUNT_COLUMN, s))
-    sets: list[tuple[str, exp.Expr]] = [(COUNT_COLUMN, checked(count, 0 if not plan.group_by else 1))]
-    inserts: list[tuple[str, exp.Expr]] = [(k, col(k, s)) for k in _keys(plan)]
-    inserts.append((COUNT_COLUMN, checked(col(COUNT_COLUMN, s), 1)))
-    flag = col(RECOMPUTED_FLAG, s)
+    sets: dict[str, exp.Expr] = {COUNT_COLUMN: checked(count, 0 if not plan.group_by else 1)}
+    inserts: dict[str, exp.Expr] = {COUNT_COLUMN: checked(col(COUNT_COLUMN, s), 1)}
     for agg in plan.aggregates:
         nn = exp.Add(this=col(agg.non_null, t), expression=col(agg.non_null, s))
         if agg.function in (F.COUNT, F.SUM, F.AVG):
-            sets.append((agg.non_null, nn))
-            inserts.append((agg.non_null, col(agg.non_null, s)))
+            sets[agg.non_null] = nn
+            inserts[agg.non_null] = col(agg.non_null, s)
         if agg.function in (F.SUM, F.AVG):
-            old, change = col(agg.value, t), col(agg.value, s)
-            total = func("coalesce", exp.Add(this=old, expression=change), old.copy(), change.copy())
-            none_left = exp.EQ(this=nn.copy(), expression=lit(0))
-            sets.append((agg.value, _if(none_left, exp.Null(), total)))
-            inserts.append((agg.value, change.copy()))
+            total = _combine(col(agg.value, t), col(agg.value, s), exp.Add)
+            sets[agg.value] = _if(exp.EQ(this=nn.copy(), expression=lit(0)), exp.Null(), total)
+            inserts[agg.value] = col(agg.value, s)
         if agg.function in EXTREMES:
             combine = "least" if agg.function is F.MIN else "greatest"
-            merged = func(combine, col(agg.value, t), col(agg.value, s))
-            if recomputed is not None:
-                merged = _if(flag.copy(), col(_recomputed(agg), s), merged)
-            sets.append((agg.value, merged))
-            inserts.append((agg.value, col(agg.value, s)))
+            sets[agg.value] = func(combine, col(agg.value, t), col(agg.value, s))
+            inserts[agg.value] = col(agg.value, s)
         if agg.function is F.RECOMPUTED:
             assert recomputed is not None  # every touched group is recomputed
-            sets.append((agg.value, col(_recomputed(agg), s)))
-            inserts.append((agg.value, col(_recomputed(agg), s)))
+            sets[agg.value] = col(_recomputed(agg.value), s)
+            inserts[agg.value] = col(_recomputed(agg.value), s)
+    if recomputed is not None:
+        flag = col(RECOMPUTED_FLAG, s)
+        for values in (sets, inserts):
+            for name in _state_columns(plan):
+                if name != COUNT_COLUMN or values is inserts:
+                    values[name] = _if(flag.copy(), col(_recomputed(name), s), values[name])
     whens = []
     if plan.group_by:
         emptied = exp.EQ(this=count.copy(), expression=lit(0))
@@ -267,16 +330,18 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
         exp.When(
             matched=True,
             source=False,
-            then=exp.Update(expressions=[exp.EQ(this=col(c), expression=v) for c, v in sets]),
+            then=exp.Update(expressions=[exp.EQ(this=col(c), expression=v) for c, v in sets.items()]),
         )
     )
+    keys = {k: col(k, s) for k in _keys(plan)}
     whens.append(
         exp.When(
             matched=False,
             source=False,
+            condition=exp.NEQ(this=col(COUNT_COLUMN, s), expression=lit(0)),
             then=exp.Insert(
-                this=exp.Tuple(expressions=[col(c) for c, _ in inserts]),
-                expression=exp.Tuple(expressions=[v for _, v in inserts]),
+                this=exp.Tuple(expressions=[col(c) for c in [*keys, *inserts]]),
+                expression=exp.Tuple(expressions=[*keys.values(), *inserts.values()]),
             ),
         )
     )
@@ -290,14 +355,36 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
     )
 
 
-def delta_stats(plan: ViewPlan, delta: str) -> exp.Select:
-    """Groups touched, and how many lost MIN/MAX values (a removed value of an extreme aggregate)."""
-    removed = [exp.Not(this=exp.Is(this=col(_removed(a)), expression=exp.Null())) for a in plan.aggregates]
-    removed = [r for r, a in zip(removed, plan.aggregates, strict=True) if a.function in EXTREMES]
+def delta_stats(plan: ViewPlan, delta: str, float_sums: frozenset[int] = frozenset()) -> exp.Select:
+    """Groups touched, and how many removed a value that may force a recompute (an extreme's
+    value, or a NaN or infinity of a floating-point sum)."""
+    removing: list[exp.Expr] = [
+        exp.not_(exp.Is(this=col(_removed(a)), expression=exp.Null()))
+        for a in plan.aggregates
+        if a.function in EXTREMES
+    ]
+    removing += [exp.GT(this=col(_non_finite(a)), expression=lit(0)) for a in plan.aggregates if a.index in float_sums]
     stats = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(delta))
-    if removed:
-        stats = stats.select(func("count_if", exp.or_(*removed)).as_("removing"))
+    if removing:
+        stats = stats.select(func("count_if", exp.or_(*removing)).as_("removing"))
     return stats
+
+
+def state_types(plan: ViewPlan) -> exp.Select:
+    """A query whose described types are the stored state's (see `recompute_rules`)."""
+    state = [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN))]
+    return _grouped(plan, state + [e for agg in plan.aggregates for e in _state(agg)])
+
+
+def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:
+    """From the state's Spark types: sums over floating point, and DECIMAL sums of precision 38 and
+    scale above 6, which Spark rounds when it adds two of them (the sum's type has no room for
+    the carry, and the addition gives up scale): their groups are recomputed, never added to."""
+    sums = [a for a in plan.aggregates if a.function in (F.SUM, F.AVG)]
+    lossy = [a for a in sums if (m := DECIMAL.match(types.get(a.value, ""))) and int(m[1]) >= 38 and int(m[2]) > 6]
+    floats = frozenset(a.index for a in sums if types.get(a.value, "").lower() in ("double", "float"))
+    rule_less = any(a.function is F.RECOMPUTED for a in plan.aggregates)
+    return Recompute(rule_less or bool(lossy), floats)
 
 
 # --- the user's rows -------------------------------------------------------------------------
@@ -329,10 +416,16 @@ def _final(agg: Aggregate, avg_types: Mapping[int, str]) -> exp.Expr:
 
 def _from_state(expr: exp.Expr, plan: ViewPlan, avg_types: Mapping[int, str]) -> exp.Expr:
     """`expr` (an output or HAVING) over the stored state: group keys and aggregate calls replaced."""
-    keys = {g.sql(dialect=DIALECT): k for g, k in zip(plan.group_by, _keys(plan), strict=True)}
+    keys = {
+        g.sql(dialect=DIALECT): k
+        for g, k in zip(plan.group_by, _keys(plan), strict=True)
+        if not isinstance(g, exp.Literal)  # a constant stays itself (`round(x, 2)` keeps its 2)
+    }
     calls = {a.call.sql(dialect=DIALECT): a for a in plan.aggregates}
 
     def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.DataType):
+            return node.copy()
         text = node.sql(dialect=DIALECT)
         if text in keys:
             return col(keys[text])
@@ -361,17 +454,11 @@ def average_types(plan: ViewPlan) -> exp.Select | None:
     )
 
 
-def view_select(
-    plan: ViewPlan, backing: TableName, types: Mapping[str, str], avg_types: Mapping[int, str]
-) -> exp.Select:
-    """The model's columns from the stored state, cast to the types the model's SELECT gives; HAVING
+def view_select(plan: ViewPlan, backing: TableName, avg_types: Mapping[int, str]) -> exp.Select:
+    """The model's columns from the stored state (each state column has the type of the aggregate
+    it holds, and AVG divides as Spark does, so every column has the model's type); HAVING
     filters here, so a group that fails it keeps its state for the next refresh."""
-    outputs = [
-        exp.Cast(
-            this=_from_state(o.expression, plan, avg_types), to=exp.DataType.build(types[o.name], dialect=DIALECT)
-        ).as_(ident(o.name))
-        for o in plan.outputs
-    ]
+    outputs = [_from_state(o.expression, plan, avg_types).as_(ident(o.name)) for o in plan.outputs]
     select = exp.select(*outputs).from_(backing.to_table())
     if plan.having is not None:
         select = select.where(_from_state(plan.having, plan, avg_types))
@@ -381,49 +468,64 @@ def view_select(
 class AggregateRules:
     MONOTONE = False
 
+    def stages_changes(self, plan: ViewPlan) -> bool:
+        """Only joins gain from staging: a cached change set has a size, so the joins broadcast it.
+        Over one source the group deltas read the feed once, in the statement that caches them."""
+        return len(plan.sources) > 1
+
     def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
-        types = describe(plan.query)
         probe = average_types(plan)
         described = describe(probe) if probe is not None else {}
         avg_types = {a.index: described[_argument(a)] for a in plan.aggregates if a.function is F.AVG}
-        return view_select(plan, backing, types, avg_types)
+        return view_select(plan, backing, avg_types)
 
     def apply(self, refresh: Refresh) -> Write:
         """Cache the group deltas; find the groups to recompute (reads those groups of the view);
-        recompute them from the sources at the pinned versions; one MERGE."""
+        recompute their state from the sources at the pinned versions; one MERGE."""
         plan = refresh.plan
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged)
+        rules = recompute_rules(plan, refresh.describe(state_types(plan)))
+        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, rules.float_sums)
         assert delta is not None
         name = refresh.temp("delta")
         refresh.run(cache_as(name, delta))
-        stats = refresh.query(sql(delta_stats(plan, name)))[0]
-        if int(stats["n"]) == 0:
-            return Write("empty", empty_commit(refresh.backing), 0, 0)
-        recomputed = None
-        groups = 0
-        rule_less = any(a.function is F.RECOMPUTED for a in plan.aggregates)
-        if rule_less or int(stats.get("removing") or 0) > 0:
+        recomputed, groups, removing, touched = None, 0, 0, ""
+        extremes = any(a.function in EXTREMES for a in plan.aggregates)
+        if rules.every_group or extremes or rules.float_sums:  # else a MERGE of no rows changes nothing
+            stats = refresh.query(sql(delta_stats(plan, name, rules.float_sums)))[0]
+            if int(stats["n"]) == 0:
+                return Write("empty", empty_commit(refresh.backing), 0, 0)
+            removing, touched = int(stats.get("removing") or 0), f"{stats['n']} groups touched, "
+        if rules.every_group or removing:
             lost = refresh.temp("lost")
-            refresh.run(cache_as(lost, lost_extremes(plan, refresh.backing, name)))
+            refresh.run(cache_as(lost, lost_groups(plan, refresh.backing, name, rules)))
             counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(lost))
             groups = int(refresh.query(sql(counted))[0]["n"])
             if groups:
                 recomputed = refresh.temp("recomputed")
                 refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, lost)))
-        detail = f"{stats['n']} groups touched, {groups} recomputed from the sources"
+        detail = f"{touched}{groups} recomputed from the sources"
         return Write("merge", merge_statement(plan, refresh.backing, name, recomputed), detail=detail)
 
-    def append_statement(self, *args: object, **kwargs: object) -> exp.Insert:
+    def append_statement(
+        self,
+        plan: ViewPlan,
+        backing: TableName,
+        old: Mapping[str, int],
+        new: Mapping[str, int],
+        unique_key: tuple[str, ...],
+        violation: str,
+        broadcast: bool = False,
+    ) -> exp.Insert:
         raise NotImplementedError("an aggregate view is not monotone: it has no append path")
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         rules = {
             F.COUNT_STAR: "count += delta",
             F.COUNT: "non-NULL count += delta",
-            F.SUM: "sum += signed sum, non-NULL count += delta (NULL at 0)",
+            F.SUM: "sum += sum added - sum removed, non-NULL count += delta (NULL at 0)",
             F.AVG: "sum and non-NULL count += deltas; avg = sum / count when read",
             F.MIN: "least(stored, smallest added); recomputed for the groups whose minimum was removed",
             F.MAX: "greatest(stored, largest added); recomputed for the groups whose maximum was removed",
@@ -434,9 +536,15 @@ class AggregateRules:
         for agg in plan.aggregates:
             lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rules[agg.function]}")
         lines.append(
+            "    recomputed groups (from the sources at the pinned versions) take their whole state from the "
+            "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, and DECIMAL "
+            "sums of precision 38 and scale above 6 recompute every touched group (Spark rounds their additions)"
+        )
+        lines.append(
             "    apply: one MERGE of the group deltas (count 0: delete the group"
             + ("" if plan.group_by else ", except the global row")
-            + "; new groups inserted); only appends: no recompute, no read of the view"
+            + "; new groups inserted)"
+            + ("" if any(a.function is F.RECOMPUTED for a in plan.aggregates) else "; only appends: no recompute")
         )
         return lines
 

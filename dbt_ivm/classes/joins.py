@@ -273,6 +273,9 @@ def merge_statement(
 class JoinRules:
     MONOTONE = True
 
+    def stages_changes(self, plan: ViewPlan) -> bool:
+        return True  # read by the change set, its statistics, the identity filter and the probe
+
     def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
         return build_select(plan, versions)
 

@@ -44,9 +44,7 @@ def golden_sql(name: str) -> str:
 
 
 def _agg_view() -> object:
-    plan = analyze(AGG, SCHEMA)
-    types = {"cust": "int", "name": "string", "n": "bigint", "total": "double", "mean": "double", "top": "double"}
-    return aggregate.view_select(plan, BACKING, {**types, "notes": "bigint"}, {2: "double"})
+    return aggregate.view_select(analyze(AGG, SCHEMA), BACKING, {2: "double"})
 
 
 CASES = {
@@ -71,13 +69,18 @@ CASES = {
     ),
     "view_join": lambda: joins.view_select(analyze(JOIN, SCHEMA), BACKING),
     "build_aggregate": lambda: aggregate.build_select(analyze(AGG, SCHEMA), NEW),
-    "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW),
-    "lost_extremes_global": lambda: aggregate.lost_extremes(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_delta_x"),
+    "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW, float_sums=frozenset({1})),
+    "lost_groups_global": lambda: aggregate.lost_groups(
+        analyze(GLOBAL, SCHEMA), BACKING, "__ivm_delta_x", aggregate.Recompute(False, frozenset())
+    ),
     "recompute_aggregate": lambda: aggregate.recompute_select(analyze(AGG, SCHEMA), NEW, "__ivm_lost_x"),
     "merge_aggregate": lambda: aggregate.merge_statement(analyze(AGG, SCHEMA), BACKING, "__ivm_delta_x", "__ivm_r_x"),
     "merge_global_insert_only": lambda: aggregate.merge_statement(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_d_x", None),
     "view_aggregate": _agg_view,
     "recompute": lambda: render.consistency_sql(BACKING, render.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
+    "recompute_float_columns": lambda: render.consistency_sql(
+        BACKING, render.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}
+    ),
 }
 
 

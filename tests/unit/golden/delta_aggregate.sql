@@ -3,9 +3,22 @@ SELECT
   `__ivm_g_1`,
   COALESCE(SUM(`__ivm_d`), 0) AS `__ivm_count`,
   COALESCE(SUM(IF(`__ivm_x_1` IS NULL, 0, `__ivm_d`)), 0) AS `__ivm_nn_1`,
-  SUM(IF(`__ivm_d` > 0, `__ivm_x_1`, -`__ivm_x_1`)) AS `__ivm_a_1`,
+  CASE
+    WHEN SUM(IF(`__ivm_d` > 0, `__ivm_x_1`, NULL)) IS NULL
+    THEN -SUM(IF(`__ivm_d` < 0, `__ivm_x_1`, NULL))
+    WHEN SUM(IF(`__ivm_d` < 0, `__ivm_x_1`, NULL)) IS NULL
+    THEN SUM(IF(`__ivm_d` > 0, `__ivm_x_1`, NULL))
+    ELSE SUM(IF(`__ivm_d` > 0, `__ivm_x_1`, NULL)) - SUM(IF(`__ivm_d` < 0, `__ivm_x_1`, NULL))
+  END AS `__ivm_a_1`,
+  COUNT_IF(`__ivm_d` < 0 AND NOT `__ivm_x_1` IS NULL AND NOT `__ivm_x_1` - `__ivm_x_1` = 0) AS `__ivm_nf_1`,
   COALESCE(SUM(IF(`__ivm_x_2` IS NULL, 0, `__ivm_d`)), 0) AS `__ivm_nn_2`,
-  SUM(IF(`__ivm_d` > 0, `__ivm_x_2`, -`__ivm_x_2`)) AS `__ivm_a_2`,
+  CASE
+    WHEN SUM(IF(`__ivm_d` > 0, `__ivm_x_2`, NULL)) IS NULL
+    THEN -SUM(IF(`__ivm_d` < 0, `__ivm_x_2`, NULL))
+    WHEN SUM(IF(`__ivm_d` < 0, `__ivm_x_2`, NULL)) IS NULL
+    THEN SUM(IF(`__ivm_d` > 0, `__ivm_x_2`, NULL))
+    ELSE SUM(IF(`__ivm_d` > 0, `__ivm_x_2`, NULL)) - SUM(IF(`__ivm_d` < 0, `__ivm_x_2`, NULL))
+  END AS `__ivm_a_2`,
   MAX(IF(`__ivm_d` > 0, `__ivm_x_3`, NULL)) AS `__ivm_a_3`,
   MAX(IF(`__ivm_d` < 0, `__ivm_x_3`, NULL)) AS `__ivm_del_3`
 FROM (

@@ -10,7 +10,7 @@ WHEN MATCHED THEN UPDATE SET
     ) AS BIGINT)
   ),
   `__ivm_a_1` = LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`)
-WHEN NOT MATCHED THEN INSERT (`__ivm_count`, `__ivm_a_1`) VALUES (
+WHEN NOT MATCHED AND `s`.`__ivm_count` <> 0 THEN INSERT (`__ivm_count`, `__ivm_a_1`) VALUES (
   IF(
     `s`.`__ivm_count` >= 1,
     `s`.`__ivm_count`,

@@ -2,8 +2,13 @@ SELECT
   `o`.`cust` AS `__ivm_g_0`,
   `c`.`name` AS `__ivm_g_1`,
   TRUE AS `__ivm_r`,
-  MAX(`o`.`amt`) AS `__ivm_r_3`,
-  COUNT(DISTINCT `o`.`note`) AS `__ivm_r_4`
+  COUNT(*) AS `__ivm_r_count`,
+  COUNT(`o`.`amt`) AS `__ivm_r_nn_1`,
+  SUM(`o`.`amt`) AS `__ivm_r_a_1`,
+  COUNT(`o`.`amt`) AS `__ivm_r_nn_2`,
+  SUM(`o`.`amt`) AS `__ivm_r_a_2`,
+  MAX(`o`.`amt`) AS `__ivm_r_a_3`,
+  COUNT(DISTINCT `o`.`note`) AS `__ivm_r_a_4`
 FROM (
   SELECT
     `id`,
@@ -24,10 +29,10 @@ WHERE
   AND EXISTS(
     SELECT
       1
-    FROM `__ivm_lost_x` AS f
+    FROM `__ivm_lost_x` AS `__ivm_f`
     WHERE
-      `f`.`__ivm_g_0` IS NOT DISTINCT FROM `o`.`cust`
-      AND `f`.`__ivm_g_1` IS NOT DISTINCT FROM `c`.`name`
+      `__ivm_f`.`__ivm_g_0` IS NOT DISTINCT FROM `o`.`cust`
+      AND `__ivm_f`.`__ivm_g_1` IS NOT DISTINCT FROM `c`.`name`
   )
 GROUP BY
   `o`.`cust`,

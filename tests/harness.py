@@ -13,6 +13,8 @@ Later view classes plug in by adding a Family.
 from __future__ import annotations
 
 import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -103,15 +105,15 @@ def domain(kind: str) -> list[Any]:
 
 
 class Harness:
-    def __init__(self, spark: Any, db: Any, family: Family, seed: int, database: str | None = None):
+    def __init__(self, spark: Any, db: Any, family: Family, seed: int, database: str | None = None, threads: int = 3):
         self.spark = spark
         self.db = db
         self.family = family
         self.rng = random.Random(seed)
         self.database = database or f"h_{family.name}_{seed}"
         self.report = Report(family.name)
-        self.last_statements: list[str] = []
-        self.pinned: dict[str, int] = {}
+        self.threads = threads
+        self.lock = threading.Lock()
         self.next_id = 0
 
     # -- set up ------------------------------------------------------------------------
@@ -134,8 +136,8 @@ class Harness:
             rows = [self.random_row(t) for _ in range(self.rng.choice([0, 3, 5, 8]))]
             if rows:
                 self.insert(t, rows)
-        for v in self.family.views:
-            self.materialize(v)
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            list(pool.map(self.materialize, self.family.views))
 
     def random_row(self, t: Table) -> tuple:
         return tuple(self.fresh_id() if c == t.key else self.rng.choice(domain(k)) for c, k in t.columns)
@@ -202,17 +204,22 @@ class Harness:
             self.mutate(t)
         if len(changed) > 1:
             self.report.multi_source_rounds += 1
-        for v in self.family.views:
-            self.materialize(v)
-            diff = self.compare(v)
+        # The views refresh and are checked concurrently (one session, as dbt's threads share it):
+        # the sources do not change meanwhile, and each view writes only its own storage.
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            checks = list(pool.map(self.check, self.family.views))
+        for v, (statements, diff) in zip(self.family.views, checks, strict=True):
             self.report.view_checks += 1
             if diff:
-                self.report.mismatches.append(
-                    Mismatch(number, v.name, [t.name for t in changed], diff, list(self.last_statements))
-                )
+                self.report.mismatches.append(Mismatch(number, v.name, [t.name for t in changed], diff, statements))
         self.report.rounds += 1
 
-    def materialize(self, v: View) -> None:
+    def check(self, v: View) -> tuple[list[str], list[Any]]:
+        """Refresh `v`, then compare it with its recompute: (the refresh's statements, differences)."""
+        statements, pinned = self.materialize(v)
+        return statements, self.compare(v, pinned)
+
+    def materialize(self, v: View) -> tuple[list[str], dict[str, int]]:
         m = Maintainer(
             self.db,
             TableName(self.database, v.name),
@@ -220,9 +227,12 @@ class Harness:
             unique_key=v.unique_key or None,
         )
         outcome = m.materialize()
+        with self.lock:
+            self.count(outcome)
+        return list(m.statements), dict(outcome.versions)
+
+    def count(self, outcome: Any) -> None:
         self.report.appends += outcome.path == "append"
-        self.last_statements = list(m.statements)
-        self.pinned = dict(outcome.versions)
         if outcome.action == "built":
             self.report.builds += 1
         elif outcome.action == "refreshed":
@@ -230,7 +240,7 @@ class Harness:
         else:
             self.report.no_change += 1
 
-    def compare(self, v: View) -> list[Any]:
+    def compare(self, v: View, pinned: dict[str, int]) -> list[Any]:
         """Rows where the view and its recompute differ (multisets), plus hidden-state checks.
 
         The recompute runs the model SQL on the sources as of the watermark; the harness makes
@@ -245,8 +255,8 @@ class Harness:
         if bad:
             diff.append(("non-positive counts", bad))
         consumed = watermark_versions(self.db, self.database, v.name)
-        if consumed != self.pinned:
-            diff.append(("watermark", consumed, self.pinned))
+        if consumed != pinned:
+            diff.append(("watermark", consumed, pinned))
         return diff
 
     def run(self, rounds: int, deadline: float | None = None, progress: bool = False) -> Report:

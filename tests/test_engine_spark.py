@@ -73,9 +73,7 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
     assert int(history.get("numTargetChangeFilesAdded", 0)) == 0
     assert_consistent(spark, spark_db)
     # too many changed identities to write out: the same MERGE without the filter
-    import dbt_ivm.maintain as maintain
-
-    monkeypatch.setattr(maintain, "MAX_FILTER_IDENTITIES", 3)
+    monkeypatch.setattr(joins, "MAX_FILTER_IDENTITIES", 3)
     spark.sql(f"update {DB}.o set amt = amt + 1 where id % 100 = 4")
     m = mv(spark_db)
     assert m.materialize().action == "refreshed"

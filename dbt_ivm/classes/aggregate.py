@@ -6,14 +6,15 @@ count and the sum, MIN and MAX the extreme, every other aggregate its value. `re
 the model's columns from the state (AVG = sum / count, as Spark divides) and applies HAVING,
 so groups that fail it keep their state.
 
-A refresh sums the change terms per group (`delta_select`: signed counts and sums, the smallest
-and largest value each side added and removed), then in one MERGE adds the deltas, deletes the
-groups whose count reaches 0 and inserts new ones (Oracle's aggregate refresh, seed 001). Two
-kinds of group are recomputed from the sources at the pinned versions, in the same commit:
-groups whose stored MIN or MAX was among the removed values (not every group a delete touched,
-as Oracle does), and, for a view with an aggregate that has no rule (COUNT(DISTINCT), STDDEV,
-percentiles …), every group the change touches. Without such an aggregate, sources that only
-appended recompute nothing and read no stored group outside the MERGE.
+A refresh sums the change terms per group (`delta_select`: signed counts, sums added and
+removed, the smallest and largest value each side added and removed), then in one MERGE adds
+the deltas, deletes the groups whose count reaches 0 and inserts new ones (Oracle's aggregate
+refresh, seed 001). The groups no delta can maintain are recomputed whole from the sources at
+the pinned versions, in the same commit (`lost_groups`): those whose stored MIN or MAX was among
+the removed values (not every group a delete touched, as Oracle does), those whose DOUBLE sum
+lost a NaN or an infinity, and every touched group when the view has an aggregate without a rule
+(COUNT(DISTINCT), STDDEV, percentiles …) or a DECIMAL sum Spark would round when adding. Without
+those, sources that only appended recompute nothing and read no stored group outside the MERGE.
 """
 
 from __future__ import annotations
@@ -193,8 +194,7 @@ def delta_select(
 
 
 def _combine(a: exp.Expr, b: exp.Expr, op: type[exp.Add] | type[exp.Sub]) -> exp.Expr:
-    """`a op b` where a NULL side counts as nothing (no 0 literal: a sum may be an interval); an
-    overflow stays an error or NULL as Spark gives it, never the other side's value."""
+    """`a op b` where a NULL side counts as nothing (no 0 literal: a sum may be an interval)."""
     only_b = b.copy() if op is exp.Add else exp.Neg(this=b.copy())
     return exp.Case(
         ifs=[

@@ -98,5 +98,5 @@ def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
     """No group recomputed after a delete: a removed MIN or MAX stays in the view."""
     original = aggregate.lost_groups
     monkeypatch.setattr(aggregate, "lost_groups", lambda *args: original(*args).where(exp.false()))
-    family = Family("broken_max", (T,), (View("m", "SELECT v, max(x) AS hi FROM {db}.t GROUP BY v", aggregated=True),))
-    assert _mismatches(spark, spark_db, family, 12, seed=3) > 0
+    view = View("m", "SELECT v, max(x) AS hi, min(k) AS lo FROM {db}.t GROUP BY v", aggregated=True)
+    assert _mismatches(spark, spark_db, Family("broken_max", (T,), (view,)), 12, seed=4) > 0

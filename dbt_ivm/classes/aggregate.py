@@ -91,7 +91,7 @@ def _ungrouped(plan: ViewPlan) -> exp.Select:
 
 def _grouping(key: exp.Expr) -> exp.Expr:
     """A GROUP BY expression as written in a statement: an integer literal would be read as an
-    ordinal, so a constant key is cast to its own type."""
+    ordinal, so a numeric constant is cast (it groups the same, and is never shown: see `_from_state`)."""
     if isinstance(key, exp.Literal) and not key.is_string:
         return exp.Cast(this=key.copy(), to=exp.DataType.build("decimal(38,0)" if "." not in key.name else "double"))
     return key.copy()
@@ -120,12 +120,18 @@ def _state(agg: Aggregate) -> list[exp.Expr]:
     return []  # COUNT(*): the group's count
 
 
+def _whole_state(plan: ViewPlan) -> list[exp.Expr]:
+    """The stored columns after the keys: the group's count and every aggregate's state."""
+    return [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN)), *(e for agg in plan.aggregates for e in _state(agg))]
+
+
+def _snapshots(plan: ViewPlan, versions: Mapping[str, int]) -> dict[str, exp.Expr]:
+    return {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
+
+
 def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
     """One row per group at the pinned versions: keys, count, each aggregate's state."""
-    rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
-    state = [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN))]
-    state += [e for agg in plan.aggregates for e in _state(agg)]
-    return substitute(_grouped(plan, state), rels)
+    return substitute(_grouped(plan, _whole_state(plan)), _snapshots(plan, versions))
 
 
 def _rows(plan: ViewPlan) -> exp.Select:
@@ -247,12 +253,10 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
 def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -> exp.Select:
     """The whole stored state of the groups in `groups`, from the sources at the pinned versions
     (a semi-join on the keys, NULL-safe), each column renamed `_recomputed`."""
-    rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
-    state = [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN))]
-    state += [e for agg in plan.aggregates for e in _state(agg)]
+    state = _whole_state(plan)
     for e in state:
         e.set("alias", ident(_recomputed(e.alias)))
-    query = substitute(_grouped(plan, [exp.true().as_(ident(RECOMPUTED_FLAG)), *state]), rels)
+    query = substitute(_grouped(plan, [exp.true().as_(ident(RECOMPUTED_FLAG)), *state]), _snapshots(plan, versions))
     if plan.group_by:
         lookup = f"{HIDDEN_PREFIX}f"
         wanted = exp.and_(
@@ -372,8 +376,7 @@ def delta_stats(plan: ViewPlan, delta: str, float_sums: frozenset[int] = frozens
 
 def state_types(plan: ViewPlan) -> exp.Select:
     """A query whose described types are the stored state's (see `recompute_rules`)."""
-    state = [exp.Count(this=exp.Star()).as_(ident(COUNT_COLUMN))]
-    return _grouped(plan, state + [e for agg in plan.aggregates for e in _state(agg)])
+    return _grouped(plan, _whole_state(plan))
 
 
 def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:

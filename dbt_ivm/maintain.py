@@ -427,7 +427,7 @@ class Maintainer:
             PROP_SETTINGS: encode_settings(self.settings),
             PROP_FUNCTIONS: ",".join(plan.functions),
         }
-        view = self.rules.user_view(plan, self.backing, lambda query: describe_query(self.db, query))
+        view = self.rules.user_view(plan, self.backing, self._describe)
         create = render.create_backing(self.backing, self.rules.build_select(plan, pinned), props)
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing):
@@ -490,7 +490,7 @@ class Maintainer:
                 temp,
                 self.run,
                 self.db.query,
-                lambda query: describe_query(self.db, query),
+                self._describe,
                 self.unique_key,
                 self._key_violation(),
             )
@@ -541,6 +541,9 @@ class Maintainer:
             "was rebuilt from the sources and is correct; fix the data so the key is unique, or drop "
             "unique_key from the model config"
         )
+
+    def _describe(self, query: exp.Select) -> dict[str, str]:
+        return describe_query(self.db, query)
 
     def _write(self, statement: str) -> None:
         """The one write of a build or refresh; losing a race to another writer fails loudly."""

@@ -31,6 +31,7 @@ from dbt_ivm.ir import (
     AggregateFunction,
     HiddenColumn,
     InnerGroup,
+    JoinKind,
     JoinNode,
     Leaf,
     OuterJoin,
@@ -283,13 +284,6 @@ def check_constructs(tree: exp.Expr, functions: frozenset[str] = frozenset()) ->
             raise _refuse("TABLESAMPLE", node, "sampling is not deterministic: use materialized='table'")
         if isinstance(node, exp.Table):
             _check_table(node)
-        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
-            raise _refuse(
-                f"parenthesized join {_snippet(node)}",
-                node,
-                "write the joins one after another (a RIGHT JOIN can take the place of "
-                "'x LEFT JOIN (y JOIN z ...)'), or use materialized='table'",
-            )
         if isinstance(node, (exp.Exists, exp.Subquery, exp.Select)) and _is_predicate_subquery(node):
             raise _refuse(
                 f"subquery in an expression ({_snippet(node)})",
@@ -859,6 +853,8 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
     select = tree
     for sub in select.find_all(exp.Subquery, exp.CTE):
+        if _group(sub) is not None:
+            continue  # a parenthesized join
         raise _refuse(
             f"a FROM subquery or CTE that could not be merged into the query ({_snippet(sub)})",
             sub,
@@ -878,7 +874,6 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     sources, tree_node = _join_tree(select, schema)
     where = select.args.get("where")
     where_expr = where.this if where is not None else None
-    _check_join_predicates(tree_node, where_expr, sources)
     outputs = _outputs(select)
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
     aggregated = bool(group_by or aggregates or distinct or having is not None)
@@ -904,46 +899,96 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
 # --- the join tree -------------------------------------------------------------------
 
 
-def _relations(select: exp.Select) -> tuple[list[exp.Table], list[exp.Join]]:
+def _group(rel: exp.Expr) -> tuple[exp.Expr, list[exp.Join]] | None:
+    """A parenthesized join `(a JOIN b ON …)`: its first operand and its joins; else None.
+
+    sqlglot hangs a group's joins on its first operand (a table, or a group itself), which is
+    read as an operand without them.
+    """
+    if isinstance(rel, exp.Subquery) and not rel.alias and isinstance(rel.this, (exp.Table, exp.Subquery)):
+        joins = rel.this.args.get("joins")
+        if joins:
+            return rel.this, list(joins)
+    return None
+
+
+def _from(select: exp.Select) -> tuple[exp.Expr, list[exp.Join]]:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         raise UnsupportedView("a SELECT without FROM", "a view must read at least one Delta table")
-    joins: list[exp.Join] = list(select.args.get("joins") or [])
+    return from_.this, list(select.args.get("joins") or [])
+
+
+def _relations(select: exp.Select) -> tuple[list[exp.Table], list[exp.Join]]:
+    """Every table and every join, parenthesized ones included, in the order they are written."""
     relations: list[exp.Table] = []
-    for rel in [from_.this] + [j.this for j in joins]:
-        if not isinstance(rel, exp.Table) or rel.args.get("joins") or not isinstance(rel.this, exp.Identifier):
+    all_joins: list[exp.Join] = []
+
+    def visit(rel: exp.Expr, joins: list[exp.Join], first: bool = False) -> None:
+        group = _group(rel)
+        if group is not None:
+            visit(group[0], group[1], first=True)
+        elif (
+            not isinstance(rel, exp.Table)
+            or (rel.args.get("joins") and not first)
+            or not isinstance(rel.this, exp.Identifier)
+        ):
             raise _refuse(
                 f"relation {_snippet(rel)}",
                 rel,
-                "join tables directly (no VALUES, table functions or parenthesized joins)",
+                "join tables directly, or in parentheses (no VALUES, table functions or derived tables)",
             )
-        relations.append(rel)
-    return relations, joins
-
-
-def _build_tree(joins: list[exp.Join]) -> JoinNode:
-    """The left-deep join list as a normalized tree; relation i is Leaf(i), RIGHT becomes LEFT."""
-    node: JoinNode = Leaf(0)
-    for i, join in enumerate(joins, start=1):
-        on = join.args.get("on")
-        if join.args.get("using"):
-            raise _refuse("JOIN ... USING that could not be rewritten", join, "write the condition with ON")
-        side = (join.side or "").upper()
-        if side == "":
-            node = _add_inner(node, Leaf(i), on)
-        elif side == "LEFT":
-            node = OuterJoin("left", node, Leaf(i), _require_on(on, join))
-        elif side == "RIGHT":
-            node = OuterJoin("left", Leaf(i), node, _require_on(on, join))
-        elif side == "FULL":
-            node = OuterJoin("full", node, Leaf(i), _require_on(on, join))
         else:
-            raise _refuse(f"{side} JOIN", join, "use INNER, LEFT, RIGHT or FULL joins")
-    return node
+            relations.append(rel)
+        for join in joins:
+            all_joins.append(join)
+            visit(join.this, [])
+
+    visit(*_from(select))
+    return relations, all_joins
+
+
+# The join written as `exp.Join` that made each outer-join node (by id: nodes are values).
+Owners = dict[int, exp.Join]
+
+
+def _build_tree(select: exp.Select, owners: Owners | None = None) -> JoinNode:
+    """The FROM clause as a normalized tree: relation i (in written order) is Leaf(i), a
+    parenthesized join a subtree, RIGHT becomes LEFT with its sides swapped."""
+    counter = iter(range(1_000_000))
+    found: Owners = {} if owners is None else owners
+
+    def operand(rel: exp.Expr) -> JoinNode:
+        group = _group(rel)
+        return joined(*group) if group is not None else Leaf(next(counter))
+
+    def joined(first: exp.Expr, joins: list[exp.Join]) -> JoinNode:
+        node = operand(first)
+        for join in joins:
+            on = join.args.get("on")
+            if join.args.get("using"):
+                raise _refuse("JOIN ... USING that could not be rewritten", join, "write the condition with ON")
+            side = (join.side or "").upper()
+            right = operand(join.this)
+            if side == "":
+                node = _add_inner(node, right, on)
+                continue
+            if side == "LEFT":
+                node = OuterJoin(JoinKind.LEFT, node, right, _require_on(on, join))
+            elif side == "RIGHT":
+                node = OuterJoin(JoinKind.LEFT, right, node, _require_on(on, join))
+            elif side == "FULL":
+                node = OuterJoin(JoinKind.FULL, node, right, _require_on(on, join))
+            else:
+                raise _refuse(f"{side} JOIN", join, "use INNER, LEFT, RIGHT or FULL joins")
+            found[id(node)] = join
+        return node
+
+    return joined(*_from(select))
 
 
 def _join_tree(select: exp.Select, schema: Schema) -> tuple[tuple[Source, ...], JoinNode]:
-    relations, joins = _relations(select)
+    relations, _ = _relations(select)
     aliases = [rel.alias_or_name for rel in relations]
     used = _used_columns(select)
     lowered = {_schema_key(k): v for k, v in schema.items()}
@@ -954,7 +999,7 @@ def _join_tree(select: exp.Select, schema: Schema) -> tuple[tuple[Source, ...], 
         used_names = used.get(aliases[i], set())
         columns = tuple((cols[c][0], cols[c][1]) for c in cols if c in used_names)
         sources.append(Source(index=i, alias=aliases[i], table=name, columns=columns))
-    node = _with_null_intolerance(_build_tree(joins), aliases)
+    node = _with_null_intolerance(_build_tree(select), aliases)
     sides = _annotate(node)
     sources = [Source(s.index, s.alias, s.table, s.columns, sides.get(s.index, Side.PRESERVED)) for s in sources]
     return tuple(sources), node
@@ -967,7 +1012,7 @@ def _with_null_intolerance(node: JoinNode, aliases: list[str]) -> JoinNode:
     if isinstance(node, InnerGroup):
         return InnerGroup(tuple(_with_null_intolerance(c, aliases) for c in node.children), node.predicates)
     padded = {aliases[i] for i in _leaves(node.null_supplied)}
-    if node.kind == "full":
+    if node.kind is JoinKind.FULL:
         padded_too = {aliases[i] for i in _leaves(node.preserved)}
         intolerant = _null_intolerant(node.on, padded) and _null_intolerant(node.on, padded_too)
     else:
@@ -987,11 +1032,13 @@ def _require_on(on: exp.Expr | None, join: exp.Join) -> exp.Expr:
     return on
 
 
-def _add_inner(node: JoinNode, leaf: Leaf, on: exp.Expr | None) -> JoinNode:
+def _add_inner(node: JoinNode, right: JoinNode, on: exp.Expr | None) -> JoinNode:
+    """`node JOIN right ON on`, inner groups flattened (inner joins associate)."""
     preds = (on,) if on is not None else ()
-    if isinstance(node, InnerGroup):
-        return InnerGroup((*node.children, leaf), node.predicates + preds)
-    return InnerGroup((node, leaf), preds)
+    left_children, left_preds = (node.children, node.predicates) if isinstance(node, InnerGroup) else ((node,), ())
+    if isinstance(right, InnerGroup):
+        return InnerGroup((*left_children, *right.children), left_preds + right.predicates + preds)
+    return InnerGroup((*left_children, right), left_preds + preds)
 
 
 def _leaves(node: JoinNode) -> frozenset[int]:
@@ -1011,7 +1058,7 @@ def _annotate(node: JoinNode, side: Side = Side.PRESERVED) -> dict[int, Side]:
         for child in node.children:
             out.update(_annotate(child, side))
         return out
-    if node.kind == "full":
+    if node.kind is JoinKind.FULL:
         both = Side.BOTH if side is Side.PRESERVED else side
         out.update(_annotate(node.preserved, both))
         out.update(_annotate(node.null_supplied, both))
@@ -1019,11 +1066,6 @@ def _annotate(node: JoinNode, side: Side = Side.PRESERVED) -> dict[int, Side]:
     out.update(_annotate(node.preserved, side))
     out.update(_annotate(node.null_supplied, Side.NULL_SUPPLIED if side is Side.PRESERVED else side))
     return out
-
-
-def _null_supplied_within(node: JoinNode) -> frozenset[int]:
-    """Relations some outer join inside `node` can pad with NULLs."""
-    return frozenset(i for i, s in _annotate(node).items() if s is not Side.PRESERVED)
 
 
 def _simplify_outer_joins(select: exp.Select) -> exp.Select:
@@ -1037,17 +1079,18 @@ def _simplify_outer_joins(select: exp.Select) -> exp.Select:
     if not any(j.side for j in joins):
         return select
     select = select.copy()
-    relations, joins = _relations(select)
+    relations, _ = _relations(select)
     aliases = [rel.alias_or_name for rel in relations]
     where = select.args.get("where")
     while True:
-        tree = _build_tree(joins)
-        changes = _outer_to_inner(tree, _rejected(where.this if where else None, aliases), aliases)
+        owners: Owners = {}
+        tree = _build_tree(select, owners)
+        changes = _outer_to_inner(tree, _rejected(where.this if where else None, aliases), aliases, owners)
         if not changes:
             return select
-        for index, side in changes.items():
-            joins[index - 1].set("side", side or None)
-            joins[index - 1].set("kind", None)
+        for join, side in changes:
+            join.set("side", side or None)
+            join.set("kind", None)
 
 
 def _rejected(pred: exp.Expr | None, aliases: list[str]) -> frozenset[int]:
@@ -1057,88 +1100,35 @@ def _rejected(pred: exp.Expr | None, aliases: list[str]) -> frozenset[int]:
     return frozenset(i for i, a in enumerate(aliases) if _rejects(pred, {a}))
 
 
-def _outer_to_inner(node: JoinNode, rejected: frozenset[int], aliases: list[str]) -> dict[int, str]:
-    """{join number: new side} for the outer joins whose padded rows `rejected` filters away.
-
-    The join that introduced relation i is join number i; it is the node whose largest leaf is i.
-    """
+def _outer_to_inner(
+    node: JoinNode, rejected: frozenset[int], aliases: list[str], owners: Owners
+) -> list[tuple[exp.Join, str]]:
+    """(join, new side) for the outer joins whose padded rows `rejected` filters away."""
     if isinstance(node, Leaf):
-        return {}
+        return []
     if isinstance(node, InnerGroup):
         inner = rejected.union(*(_rejected(p, aliases) for p in node.predicates))
-        out: dict[int, str] = {}
-        for child in node.children:
-            out.update(_outer_to_inner(child, inner, aliases))
-        return out
-    number = max(_leaves(node))
-    if node.kind == "left":
+        return [c for child in node.children for c in _outer_to_inner(child, inner, aliases, owners)]
+    join = owners[id(node)]
+    if node.kind is JoinKind.LEFT:
         if _leaves(node.null_supplied) & rejected:
-            return {number: ""}
-        return {
-            **_outer_to_inner(node.preserved, rejected, aliases),
-            **_outer_to_inner(node.null_supplied, _rejected(node.on, aliases), aliases),
-        }
+            return [(join, "")]
+        return [
+            *_outer_to_inner(node.preserved, rejected, aliases, owners),
+            *_outer_to_inner(node.null_supplied, _rejected(node.on, aliases), aliases, owners),
+        ]
     left_gone = bool(_leaves(node.preserved) & rejected)  # rows padding the left operand are filtered
     right_gone = bool(_leaves(node.null_supplied) & rejected)
     if left_gone and right_gone:
-        return {number: ""}
+        return [(join, "")]
     if left_gone:
-        return {number: "LEFT"}
+        return [(join, "LEFT")]
     if right_gone:
-        return {number: "RIGHT"}
-    return {
-        **_outer_to_inner(node.preserved, frozenset(), aliases),
-        **_outer_to_inner(node.null_supplied, frozenset(), aliases),
-    }
-
-
-def _check_join_predicates(node: JoinNode, where: exp.Expr | None, sources: tuple[Source, ...]) -> None:
-    """Nica's (P1) and (P2), and the WHERE clause of an outer-join view.
-
-    (P1) an outer join's ON references both of its sides; (P2) a predicate that references a
-    relation some nested outer join can null-supply must be false or NULL on its padded rows
-    (NS-intolerant), so null-supplying ripples up the tree.
-    """
-    aliases = [s.alias for s in sources]
-    if where is not None:
-        ns = _null_supplied_within(node)
-        for conj in where.flatten() if isinstance(where, exp.And) else [where]:
-            for i in sorted(ns):
-                if _references(conj, aliases[i]) and not _rejects(where, {aliases[i]}):
-                    raise _refuse(
-                        f"WHERE predicate {_snippet(conj)} on the null-supplied side of an outer join",
-                        conj,
-                        "move the predicate into the ON clause, or use materialized='table'",
-                    )
-    _check_node_predicates(node, aliases)
-
-
-def _check_node_predicates(node: JoinNode, aliases: list[str]) -> None:
-    if isinstance(node, Leaf):
-        return
-    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-    preds = node.predicates if isinstance(node, InnerGroup) else (node.on,)
-    if isinstance(node, OuterJoin):
-        for child in children:
-            if not any(_references(node.on, aliases[i]) for i in _leaves(child)):
-                raise _refuse(
-                    f"outer join condition {_snippet(node.on)} that does not reference both sides",
-                    node.on,
-                    "compare columns of both joined sides in ON, or use materialized='table'",
-                )
-    ns = frozenset().union(*(_null_supplied_within(c) for c in children))
-    for pred in preds:
-        for i in sorted(ns):
-            if _references(pred, aliases[i]) and not _rejects(pred, {aliases[i]}):
-                raise _refuse(
-                    f"join condition {_snippet(pred)} can be true on the NULL-padded rows of {aliases[i]}, "
-                    f"which a nested outer join null-supplies",
-                    pred,
-                    f"make the condition false on NULLs of {aliases[i]} (plain comparisons, no COALESCE, "
-                    f"IS NULL or OR), or use materialized='table'",
-                )
-    for child in children:
-        _check_node_predicates(child, aliases)
+        return [(join, "RIGHT")]
+    return [
+        *_outer_to_inner(node.preserved, frozenset(), aliases, owners),
+        *_outer_to_inner(node.null_supplied, frozenset(), aliases, owners),
+    ]
 
 
 def _references(pred: exp.Expr, alias: str) -> bool:

@@ -10,6 +10,7 @@ from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     InnerGroup,
+    JoinKind,
     JoinNode,
     Leaf,
     OuterJoin,
@@ -30,7 +31,7 @@ def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:
             lines.append(f"{pad}  ON {pred.sql(dialect=DIALECT)}")
         return lines
     assert isinstance(node, OuterJoin)
-    kind = "FULL OUTER JOIN" if node.kind == "full" else "LEFT OUTER JOIN"
+    kind = "FULL OUTER JOIN" if node.kind is JoinKind.FULL else "LEFT OUTER JOIN"
     lines = [f"{pad}{kind} (ON is {'null-intolerant' if node.null_intolerant else 'null-tolerant'})"]
     lines += _tree_lines(plan, node.preserved, depth + 1)
     lines += _tree_lines(plan, node.null_supplied, depth + 1)

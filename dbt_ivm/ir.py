@@ -96,11 +96,18 @@ class InnerGroup:
     predicates: tuple[exp.Expr, ...] = ()
 
 
+class JoinKind(str, Enum):
+    """An outer join's kind (RIGHT is analyzed as LEFT with its sides swapped)."""
+
+    LEFT = "left"
+    FULL = "full"  # both sides are preserved and null-supplied; `preserved` is the left one
+
+
 @dataclass(frozen=True)
 class OuterJoin:
     """A left (or full) outer join: `preserved` keeps its rows, `null_supplied` is padded."""
 
-    kind: str  # "left" | "full"
+    kind: JoinKind
     preserved: JoinNode
     null_supplied: JoinNode
     on: exp.Expr

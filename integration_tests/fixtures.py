@@ -135,10 +135,26 @@ AGGREGATE_MODELS = {
     "order_stats": (ORDER_STATS, ["n", "total", "sd"]),
     "distinct_statuses": (DISTINCT_STATUSES, ["status"]),
 }
-AGGREGATE_LEFT_JOIN = (
-    "select c.name, count(o.order_id) as n from {customers} c left join {orders} o "
-    "on o.customer_id = c.customer_id group by c.name"
-)
+# Outer joins: every customer with its orders (padded when none), the parenthesized join on the
+# null-supplied side, a FULL join, and an aggregate over a LEFT JOIN (per customer: its orders).
+OUTER_MODELS = {
+    "customer_orders": (
+        "select c.customer_id, c.name, o.order_id, o.amount from {customers} c left join {orders} o "
+        "on o.customer_id = c.customer_id"
+    ),
+    "customer_order_regions": (
+        "select c.name, o.order_id, r.region_name from {customers} c left join "
+        "({orders} o join {regions} r on r.region_id = o.customer_id % 4) on o.customer_id = c.customer_id"
+    ),
+    "orders_full_customers": (
+        "select o.order_id, c.name, coalesce(c.region_id, -1) as region from {orders} o full join {customers} c "
+        "on o.customer_id = c.customer_id"
+    ),
+    "customer_order_counts": (
+        "select c.name, count(o.order_id) as n, sum(o.amount) as total, max(o.status) as last_status "
+        "from {customers} c left join {orders} o on o.customer_id = c.customer_id group by c.name"
+    ),
+}
 
 # A plain dbt view over a fast_mv: `ref()` must resolve to the model's columns only.
 ORDERS_MV_REF = """

@@ -15,7 +15,6 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from integration_tests.fixtures import (
-    AGGREGATE_LEFT_JOIN,
     AGGREGATE_MODELS,
     BAD_UNIQUE_KEY,
     CDF,
@@ -28,6 +27,7 @@ from integration_tests.fixtures import (
     ITEMS_TABLE,
     KEYED_ITEMS_ROWS,
     ORDERS_MV_REF,
+    OUTER_MODELS,
     PLAIN_ITEMS_TABLE,
     RESERVED_PREFIX,
     SHOP_CHANGES,
@@ -223,6 +223,40 @@ class TestFastMvAggregates:
         assert_tests_pass(len(AGGREGATE_MODELS))
 
 
+class TestFastMvOuterJoins:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {f"{name}.sql": model(sql) for name, sql in OUTER_MODELS.items()}
+        files["sources.yml"] = SOURCES_YML
+        files["schema.yml"] = consistent_schema_yml(*OUTER_MODELS)
+        return files
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project, spark):
+        for name, columns in SHOP_TABLES.items():
+            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+
+    def test_build_refresh_and_consistency(self, project, spark):
+        """Padded rows appear when a customer's last order goes and vanish when its first comes."""
+        schema = project.test_schema
+        msgs = messages(run_dbt(["run", "--threads", "2"]))
+        assert all(m.startswith("built") for m in msgs.values()), msgs
+        assert_tests_pass(len(OUTER_MODELS))
+        for statement in [
+            *SHOP_CHANGES,
+            "DELETE FROM {orders} WHERE customer_id = 10",  # ann loses every order: padded again
+            "INSERT INTO {orders} VALUES (20, 14, 1.0, 'open')",  # eve's first order
+        ]:
+            spark.sql(statement.format(**{t: f"{schema}.{t}" for t in SHOP_TABLES}))
+        msgs = messages(run_dbt(["run", "--threads", "2"]))
+        assert all(REFRESHED.match(m) for m in msgs.values()), msgs
+        assert_tests_pass(len(OUTER_MODELS))
+        for name in ("customer_orders", "customer_order_regions", "orders_full_customers"):
+            assert_view_matches_model(spark, schema, name, OUTER_MODELS[name])
+        rows = multiset(spark, f"select name, order_id from {schema}.customer_orders where name in ('ann', 'eve')")
+        assert rows == Counter({("ann", None): 1, ("eve", 9): 1, ("eve", 20): 1})
+
+
 # --- a single-source model: explain, corruption detection, model change -----------------
 
 
@@ -376,7 +410,6 @@ class TestFastMvRefusals:
         "window_function": WINDOW_FUNCTION,
         "bad_unique_key": BAD_UNIQUE_KEY,
         "undeclared_udf": UDF_MODEL,
-        "aggregate_left_join": AGGREGATE_LEFT_JOIN,
     }
 
     @pytest.fixture(scope="class")
@@ -434,9 +467,6 @@ class TestFastMvRefusals:
 
         line = self.cause_line(msgs["undeclared_udf"], "ivm_twice")
         assert "not a Spark built-in" in line and "deterministic_functions=['ivm_twice']" in line, line
-
-        line = self.cause_line(msgs["aggregate_left_join"], "outer-join views")
-        assert "not maintained by this release" in line and "materialized='table'" in line, line
 
         line = self.cause_line(msgs["bad_unique_key"], "item_key")
         assert "unique_key item_key is not a column of the model" in line and "item_id, name" in line, line

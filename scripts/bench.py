@@ -2,11 +2,14 @@
 
     .venv/bin/python scripts/bench.py --fact 1000000 --fraction 0.001          # a 3-way join view
     .venv/bin/python scripts/bench.py --aggregate --fact 10000000 --groups 1000 1000000
+    .venv/bin/python scripts/bench.py --outer --fact 10000000
 
 Prints each refresh's time with the statements that dominate it, the full rebuild's
 time, and checks every refreshed view against its recompute. `--aggregate`: SUM, COUNT, AVG
 and MAX by group over one source and over a join with a dimension, for each group count,
-after insert-only and after mixed changes of `--fraction` of the source.
+after insert-only and after mixed changes of `--fraction` of the source. `--outer`: a LEFT
+JOIN of the fact (preserved) with returns (null-supplied, one per tenth order), after mixed
+changes of `--fraction` of each side in turn.
 """
 
 from __future__ import annotations
@@ -164,6 +167,68 @@ def aggregate_bench(spark: Any, db: TimedDatabase, n: int, groups: list[int], fr
         print(f"{g:<10} {label:<18} {kind:<12} {refresh:7.2f} s {rebuild:7.2f} s {rebuild / refresh:8.1f}x")
 
 
+OUTER_VIEW = f"""
+select f.order_id, f.amount, r.reason, r.refund
+from {DB}.orders f
+left join {DB}.returns r on r.order_id = f.order_id
+"""
+
+
+def setup_outer(spark: Any, n: int) -> None:
+    """`orders` (n rows) and `returns` (one for every tenth order)."""
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    cdf = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+    spark.sql(f"create table {DB}.orders (order_id bigint, amount double) {cdf}")
+    spark.sql(f"create table {DB}.returns (order_id bigint, reason string, refund double) {cdf}")
+    spark.sql(f"insert into {DB}.orders select id, (id % 997) * 1.5 from range({n})")
+    spark.sql(f"insert into {DB}.returns select id * 10, concat('r', id % 7), 1.0 from range({n // 10})")
+
+
+def change_returns(spark: Any, n: int, fraction: float, seed: int) -> str:
+    """Mixed changes of `fraction` of the returns: new returns for orders without one (padded rows
+    become matched), deleted returns (matched rows become padded) and updated ones."""
+    k = max(1, int(n // 10 * fraction / 3))
+    step = n // 10 // k
+    spark.sql(f"insert into {DB}.returns select id * 10 * {step} + {seed}, 'late', 2.0 from range({k})")
+    spark.sql(f"update {DB}.returns set refund = refund + 1 where order_id % (10 * {step}) = 10 * {seed % step}")
+    spark.sql(f"delete from {DB}.returns where order_id % (10 * {step}) = 10 * {(seed + 1) % step}")
+    return f"+{k}/~{k}/-{k}"
+
+
+def change_orders(spark: Any, n: int, fraction: float, seed: int) -> str:
+    k = max(1, int(n * fraction / 3))
+    step = n // k
+    spark.sql(f"insert into {DB}.orders select {10 * n * (seed + 1)} + id * 10, 1.0 from range({k})")
+    spark.sql(f"update {DB}.orders set amount = amount + 1 where order_id < {n} and order_id % {step} = {seed % step}")
+    spark.sql(f"delete from {DB}.orders where order_id < {n} and order_id % {step} = {(seed + 1) % step}")
+    return f"+{k}/~{k}/-{k}"
+
+
+def outer_bench(spark: Any, db: TimedDatabase, n: int, fraction: float, check: bool) -> None:
+    t = time.time()
+    setup_outer(spark, n)
+    print(f"setup: {n} orders, {n // 10} returns in {time.time() - t:.1f} s")
+    view = TableName(DB, "order_returns")
+    m = lambda: Maintainer(db, view, OUTER_VIEW)  # noqa: E731
+    timed(db, "first build", lambda: m().materialize(full_refresh=True))
+    rows = []
+    for seed, (side, change) in enumerate(
+        (("returns (null-supplied)", change_returns), ("orders (preserved)", change_orders))
+    ):
+        what = change(spark, n, fraction, seed + 3)
+        refresh = timed(db, f"refresh {side} {what}", lambda: m().materialize())
+        if check:
+            diff = spark.sql(consistency_sql(db, view)).count()
+            assert diff == 0, f"{view}: {diff} differing rows"
+        rebuild = timed(db, "rebuild", lambda: m().materialize(full_refresh=True))
+        rows.append((side, refresh, rebuild))
+    rows.append(("no change", timed(db, "refresh, no change", lambda: m().materialize()), rows[-1][2]))
+    print("\nchange to                 refresh   rebuild   speed-up")
+    for side, refresh, rebuild in rows:
+        print(f"{side:<25} {refresh:7.2f} s {rebuild:7.2f} s {rebuild / refresh:8.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fact", type=int, default=1_000_000)
@@ -171,11 +236,15 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--aggregate", action="store_true", help="the aggregate views' benchmark")
     ap.add_argument("--groups", type=int, nargs="+", default=[1000, 1_000_000])
+    ap.add_argument("--outer", action="store_true", help="the LEFT JOIN view's benchmark")
     args = ap.parse_args()
     spark = get_spark(tempfile.mkdtemp(prefix="ivm-bench-"))
     db = TimedDatabase(spark)
     if args.aggregate:
         aggregate_bench(spark, db, args.fact, args.groups, args.fraction, not args.no_check)
+        return
+    if args.outer:
+        outer_bench(spark, db, args.fact, args.fraction, not args.no_check)
         return
     view = TableName(DB, "order_facts")
     m = lambda: Maintainer(db, view, VIEW_SQL)  # noqa: E731

@@ -53,6 +53,8 @@ class Family:
     views: tuple[View, ...]
     # table -> chance it changes in a round (at least one does); None: one, several, all or none
     odds: tuple[tuple[str, float], ...] | None = None
+    # rows a round deleted may come back in a later round (an outer join's last match, re-inserted)
+    restores: bool = False
 
 
 @dataclass
@@ -115,6 +117,7 @@ class Harness:
         self.threads = threads
         self.lock = threading.Lock()
         self.next_id = 0
+        self.removed: dict[str, list[tuple]] = {}  # the rows each table's last delete removed
 
     # -- set up ------------------------------------------------------------------------
 
@@ -162,11 +165,15 @@ class Harness:
     def mutate(self, t: Table) -> None:
         """1-3 random statements on one table: each its own Delta commit."""
         for _ in range(self.rng.randint(1, 3)):
-            op = self.rng.choices(
-                ["insert", "dup", "update", "delete", "noop_update", "wipe"],
-                weights=[12, 0, 3, 2, 1, 0.3] if t.key else [5, 2, 4, 3, 1, 0.3],
-            )[0]
+            ops = ["insert", "dup", "update", "delete", "noop_update", "wipe", "restore"]
+            weights = [12, 0, 3, 2, 1, 0.3] if t.key else [5, 2, 4, 3, 1, 0.3]
+            op = self.rng.choices(ops, weights=[*weights, 3 if self.removed.get(t.name) else 0])[0]
             target = self.qualified(t.name)
+            if op in ("delete", "wipe") and self.family.restores:
+                where = self.predicate(t) if op == "delete" else "TRUE"
+                self.removed[t.name] = [tuple(r) for r in self.sql(f"SELECT * FROM {target} WHERE {where}")]
+                self.sql(f"DELETE FROM {target} WHERE {where}")
+                continue
             if op == "insert":
                 self.insert(t, [self.random_row(t) for _ in range(self.rng.randint(1, 4))])
             elif op == "dup":  # duplicate existing rows: bag semantics
@@ -181,6 +188,8 @@ class Harness:
                 self.sql(f"UPDATE {target} SET `{col}` = `{col}` WHERE {self.predicate(t)}")
             elif op == "delete":
                 self.sql(f"DELETE FROM {target} WHERE {self.predicate(t)}")
+            elif op == "restore":  # what an earlier delete removed comes back: first matches again
+                self.insert(t, self.removed.pop(t.name))
             else:
                 self.sql(f"DELETE FROM {target}")
 
@@ -390,4 +399,67 @@ AGGREGATES = Family(
         _agg("a_self", "SELECT p1.g, count(*) AS n FROM {db}.p p1 JOIN {db}.p p2 ON p1.k = p2.k GROUP BY p1.g"),
     ),
     odds=(("p", 0.85), ("q", 0.35), ("r", 0.35)),  # most views read p alone: change it most rounds
+)
+
+# Outer-join views: the seeds' examples (Oracle's outer/inner pair with duplicates; Nica's V2, V3,
+# V4 and a V1-like tree of full joins over inner-join groups), LEFT, RIGHT and FULL, three levels
+# of nesting, a parenthesized join on the null-supplied side, NULL keys, NULL-tolerant and
+# non-equi conditions, a self-join, the anti-join pattern and aggregates over outer joins.
+OR = Table("r", (("k", "int"), ("j", "int"), ("v", "string")))
+OS = Table("s", (("k", "int"), ("j", "int"), ("w", "string")))
+OT = Table("t", (("j", "int"), ("z", "string")))
+OU = Table("u", (("k", "int"), ("u", "string")))
+OUTER = Family(
+    "outer",
+    (OR, OS, OT, OU),
+    (
+        View("o_left", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k"),
+        View("o_right", "SELECT r.v, s.k, s.w FROM {db}.r r RIGHT JOIN {db}.s s ON r.k = s.k AND r.j < s.j"),
+        View("o_full", "SELECT r.k AS rk, s.k AS sk, r.v, s.w FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k"),
+        View(
+            "o_v4",  # Nica's V4: (R LEFT JOIN (S JOIN T)) JOIN U
+            "SELECT r.v, s.w, t.z, u.u FROM {db}.r r LEFT JOIN ({db}.s s JOIN {db}.t t ON s.j = t.j) "
+            "ON r.k = s.k JOIN {db}.u u ON r.k = u.k",
+        ),
+        View(
+            "o_paren",
+            "SELECT r.k, r.v, s.w, t.z FROM {db}.r r LEFT JOIN ({db}.s s JOIN {db}.t t ON s.j = t.j) ON s.k = r.k",
+        ),
+        View(
+            "o_v2",  # Nica's V2: (R LEFT JOIN T) FULL JOIN S, the full join's ON on the padded T
+            "SELECT r.v, t.z, s.w FROM {db}.r r LEFT JOIN {db}.t t ON r.j = t.j FULL JOIN {db}.s s ON t.j = s.j",
+        ),
+        View(
+            "o_v3",  # Nica's V3: (R FULL JOIN T) FULL JOIN S
+            "SELECT r.k, t.z, s.w FROM {db}.r r FULL JOIN {db}.t t ON r.j = t.j FULL JOIN {db}.s s ON t.j = s.j",
+        ),
+        View(
+            "o_three_levels",
+            "SELECT r.v, s.w, t.z, u.u FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k "
+            "LEFT JOIN {db}.t t ON s.j = t.j LEFT JOIN {db}.u u ON t.z = u.u",
+        ),
+        View(
+            "o_tolerant",  # an ORM's NULL-tolerant condition (Nica)
+            "SELECT r.v, s.w, coalesce(s.j, -1) AS sj FROM {db}.r r LEFT JOIN {db}.s s "
+            "ON r.k = s.k OR (r.k IS NULL AND s.k IS NULL)",
+        ),
+        View("o_self", "SELECT r1.k, r1.v, r2.v AS v2 FROM {db}.r r1 LEFT JOIN {db}.r r2 ON r1.k = r2.j"),
+        View("o_anti", "SELECT r.k, r.v FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k WHERE s.k IS NULL"),
+        View(
+            "o_v1",  # a V1-like tree: (R JOIN U) FULL JOIN (S LEFT JOIN T)
+            "SELECT r.v, u.u, s.w, t.z FROM {db}.r r JOIN {db}.u u ON r.k = u.k "
+            "FULL JOIN ({db}.s s LEFT JOIN {db}.t t ON s.j = t.j) ON r.j = s.j",
+        ),
+        _agg(
+            "o_agg_left",
+            "SELECT r.k, count(*) AS n, count(s.k) AS matched, sum(s.j) AS sj, max(s.w) AS hi "
+            "FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k GROUP BY r.k",
+        ),
+        _agg(
+            "o_agg_full",
+            "SELECT count(*) AS n, count(r.v) AS rv, count(s.w) AS sw, min(t.z) AS lo "
+            "FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k LEFT JOIN {db}.t t ON s.j = t.j",
+        ),
+    ),
+    restores=True,
 )

@@ -3,7 +3,7 @@
 `maintain.Maintainer` pins versions, guards the watermark, stages each moved source's net
 change and makes the one commit; what the view stores, how its rows reach `ref()` and how a
 change set becomes the one write are the class's (`rules_for(plan)`), and `Maintainer` never
-names a class. A new class is one more module and one more line in `RULES`.
+names a class. A new class is one more module and one more line in `_rules`.
 """
 
 from __future__ import annotations
@@ -92,35 +92,26 @@ class ViewRules(Protocol):
 
 
 def _rules() -> dict[ViewClass, ViewRules]:
-    from dbt_ivm.classes import aggregate, joins
+    from dbt_ivm.classes import aggregate, joins, outer_joins
 
     return {
         ViewClass.SINGLE_SOURCE: joins.RULES,
         ViewClass.INNER_JOIN: joins.RULES,
+        ViewClass.OUTER_JOIN: outer_joins.RULES,
         ViewClass.AGGREGATE: aggregate.RULES,
         ViewClass.AGGREGATE_JOIN: aggregate.RULES,
     }
 
 
 def maintained(plan: ViewPlan) -> bool:
-    return plan.view_class in _rules() and not _unmaintained_part(plan)
-
-
-def _unmaintained_part(plan: ViewPlan) -> str:
-    """A part of an otherwise maintained class that is not (yet): an outer join under an aggregate."""
-    from dbt_ivm.ir import Side
-
-    if any(s.side is not Side.PRESERVED for s in plan.sources):
-        return "outer-join"
-    return ""
+    return plan.view_class in _rules()
 
 
 def rules_for(plan: ViewPlan) -> ViewRules:
-    """The class's rules; a class (or part) whose refresh is not implemented yet is refused."""
-    part = _unmaintained_part(plan) or (plan.view_class.value if plan.view_class not in _rules() else "")
-    if part:
+    """The class's rules; a class whose refresh is not implemented is refused."""
+    if plan.view_class not in _rules():
         raise UnsupportedView(
-            f"{part} views are not maintained by this release",
+            f"{plan.view_class.value} views are not maintained by this release",
             "use materialized='table' for this model for now",
         )
     return _rules()[plan.view_class]

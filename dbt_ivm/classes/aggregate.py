@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Write
 from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.outer_terms import climb_steps, has_outer_join
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
@@ -166,10 +167,7 @@ def delta_select(
     cannot subtract them (NaN - NaN is NaN), so those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
-    terms = [
-        term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN)))
-        for changed, term in delta_terms(plan, _rows(plan), old, new, staged, rids=False, signed=True)
-    ]
+    terms = [term for _, term in delta_terms(plan, _rows(plan), old, new, staged, rids=False, signed=True)]
     if not terms:
         return None
     d = col(DELTA_COLUMN)
@@ -534,7 +532,12 @@ class AggregateRules:
             F.MAX: "greatest(stored, largest added); recomputed for the groups whose maximum was removed",
             F.RECOMPUTED: "no rule: recomputed from the sources for every group the change touches",
         }
-        lines = [f"  change to {t}: net change feed, one row per copy, joined as in the view" for t in plan.tables]
+        lines = []
+        for table in plan.tables:
+            lines.append(f"  change to {table}: net change feed, one row per copy, joined as in the view")
+            if has_outer_join(plan.tree):
+                for s in (s for s in plan.sources if s.table.key == table.key):
+                    lines += [f"    {s.alias}: {step}" for step in climb_steps(plan, plan.tree, s.index)]
         lines.append("    per group: " + ("the one global row" if not plan.group_by else "keys matched NULL-safe"))
         for agg in plan.aggregates:
             lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rules[agg.function]}")

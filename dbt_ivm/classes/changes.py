@@ -126,7 +126,10 @@ def substitute(query: exp.Select, relations: Mapping[str, exp.Expr]) -> exp.Sele
 
     def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and node.alias_or_name in relations:
-            return relations[node.alias_or_name].copy()
+            relation = relations[node.alias_or_name].copy()
+            if node.args.get("joins"):  # the first table of a parenthesized join carries its joins
+                relation.set("joins", [join.transform(swap) for join in node.args["joins"]])
+            return relation
         return node
 
     # swap replaces tables only, so the root stays the Select that transform types as any node
@@ -158,11 +161,16 @@ def delta_terms(
     last consumed, and dRi the netted change feed between them. Term i is `query` (over the
     plan's sources) reading the sources before i new and those after i old (time travel); a
     source whose version did not move has dRi = 0 (no term) and Rj = Rj' (read once, at the
-    pinned version). Self-joins are just two occurrences, each its own Ri. Each term's rows carry
-    the changed occurrence's `__ivm_d` (under its alias); `signed` splits it into rows of +1
+    pinned version). Self-joins are just two occurrences, each its own Ri. `signed` splits it into rows of +1
     and -1 (see `signed_rows`). `staged` maps occurrence index -> cached change set;
-    `rids`: snapshots carry their row identities.
+    `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
+    A join tree with outer joins has its own terms (`outer_terms`).
     """
+    from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
+
+    if has_outer_join(plan.tree):
+        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed)
+        return
     for i, changed in enumerate(plan.sources):
         key = changed.table.key
         if new[key] == old[key]:
@@ -175,7 +183,8 @@ def delta_terms(
             else:
                 version = term_version(other.index, i, old[k], new[k])
                 rels[other.alias] = snapshot_relation(other, version, with_rid=rids)
-        yield changed, substitute(query, rels)
+        term = substitute(query, rels)
+        yield changed, term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN)), copy=False)
 
 
 def signed_rows(relation: exp.Expr, source: Source) -> exp.Select:

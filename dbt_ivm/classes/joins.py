@@ -17,7 +17,7 @@ from sqlglot import exp
 from dbt_ivm.classes import Describe, Refresh, Write
 from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
-from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, TableName, ViewPlan
+from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
 
 # Up to this many changed identities are written into the MERGE as literals (see identity_filter).
@@ -63,7 +63,7 @@ def delta_select(
         term = _with_rids(term, plan)
         if broadcast:
             term = _hint_broadcast(term, changed.alias)
-        terms.append(term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN))))
+        terms.append(term)
     if not terms:
         return None
     total = exp.Sum(this=col(DELTA_COLUMN))
@@ -114,8 +114,14 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
 
 
 def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
-    """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact."""
-    rids = [exp.EQ(this=col(s.rid, left), expression=col(s.rid, right)) for s in plan.sources]
+    """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact.
+
+    A source an outer join can pad has a NULL identity on its padded rows: matched NULL-safe.
+    """
+    rids = [
+        (exp.EQ if s.side is Side.PRESERVED else exp.NullSafeEQ)(this=col(s.rid, left), expression=col(s.rid, right))
+        for s in plan.sources
+    ]
     outs = [exp.NullSafeEQ(this=col(o.name, left), expression=col(o.name, right)) for o in plan.outputs]
     return exp.and_(*rids, *outs)
 
@@ -307,11 +313,24 @@ class JoinRules:
             raise StateError(refresh.key_violation)
         if n == 0:
             return Write("empty", empty_commit(refresh.backing), 0, 0)
-        if min_d > 0 and (refresh.unique_key or _all_new(refresh)):
+        if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name)):
             return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0)
-        identities = _changed_identities(refresh)
+        identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities)
         return Write("merge", merge, inserted, deleted, check_repeats=True)
+
+    def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
+        """Each changed occurrence's change-row identities, or None when too many to write out."""
+        return _read_identities(refresh, changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1))
+
+    def all_new(self, refresh: Refresh, delta: str) -> bool:
+        """No stored row mentions a changed source row: the change set only appends.
+
+        Skipped under a declared unique key: a row this refresh adds cannot share its key with a
+        stored row without the model's rows repeating the key.
+        """
+        rows = refresh.query(sql(existing_identities(refresh.plan, refresh.backing, refresh.staged)))
+        return int(rows[0]["n"]) == 0
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         lines = []
@@ -336,25 +355,15 @@ class JoinRules:
         return lines
 
 
-def _changed_identities(refresh: Refresh) -> dict[int, list[int]] | None:
-    """Each changed occurrence's change-row identities, or None when too many to write out."""
-    rows = refresh.query(sql(changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1)))
+def _read_identities(refresh: Refresh, query: exp.Select) -> dict[int, list[int]] | None:
+    """{occurrence: identities} from `query`'s (i, identity) rows, or None past the filter's limit."""
+    rows = refresh.query(sql(query))
     if len(rows) > MAX_FILTER_IDENTITIES:
         return None
     identities: dict[int, list[int]] = {i: [] for i in refresh.staged}
     for row in rows:
-        identities[int(row["i"])].append(int(row[RID_COLUMN]))
+        identities.setdefault(int(row["i"]), []).append(int(row[RID_COLUMN]))
     return identities
-
-
-def _all_new(refresh: Refresh) -> bool:
-    """No stored row mentions a changed source row: the change set only appends.
-
-    Skipped under a declared unique key: a row this refresh adds cannot share its key with a
-    stored row without the model's rows repeating the key.
-    """
-    rows = refresh.query(sql(existing_identities(refresh.plan, refresh.backing, refresh.staged)))
-    return int(rows[0]["n"]) == 0
 
 
 RULES = JoinRules()

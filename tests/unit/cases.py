@@ -1106,6 +1106,98 @@ ACCEPTED: list[Accepted] = [
         "o:B c:B",
         "g_0 count nn_1",
     ),
+    # --- outer joins no longer refused: every ON and WHERE is exact (see classes/outer_terms.py)
+    ok(
+        "parenthesized_join",
+        "select o.id from eq_shop.orders o left join (eq_shop.customers c join eq_shop.regions r on "
+        "c.region_id = r.id) on o.customer_id = c.id",
+        OUTER,
+        "left(o, inner(c, r))",
+        "o:P c:N r:N",
+        RID3,
+    ),
+    ok(
+        "nica_v1",
+        "select r1.k from ((eq_nica.r1 join eq_nica.r2 on r1.k = r2.k) full join (eq_nica.t join "
+        "eq_nica.s on t.k = s.k) on r1.a = t.a) full join ((eq_nica.r left join eq_nica.w on r.k = w.k) "
+        "full join eq_nica.s s2 on r.a = s2.a) on r1.b = w.b",
+        OUTER,
+        "full(full(inner(r1, r2), inner(t, s)), full(left(r, w), s2))",
+        "r1:B r2:B t:B s:B r:B w:B s2:B",
+        "rid_0 rid_1 rid_2 rid_3 rid_4 rid_5 rid_6 count",
+        schema="nica",
+    ),
+    ok(
+        "nica_v7",
+        "select r.k from (eq_nica.r full join eq_nica.t on r.k = t.k) full join (eq_nica.s left join "
+        "eq_nica.w on s.k = w.k) on t.a = s.a",
+        OUTER,
+        "full(full(r, t), left(s, w))",
+        "r:B t:B s:B w:B",
+        "rid_0 rid_1 rid_2 rid_3 count",
+        schema="nica",
+    ),
+    ok(
+        "nica_orm_null_tolerant_on",
+        "select r.k from eq_nica.r left join eq_nica.s on r.k = s.k left join eq_nica.t on (t.k = s.k) "
+        "or (s.k is null and r.k is null)",
+        OUTER,
+        "left(left(r, s), t)",
+        "r:P s:N t:N",
+        RID3,
+        schema="nica",
+    ),
+    ok(
+        "nested_on_coalesce",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id left "
+        "join eq_shop.regions r on coalesce(c.region_id, 0) = r.id",
+        OUTER,
+        "left(left(o, c), r)",
+        "o:P c:N r:N",
+        RID3,
+    ),
+    ok(
+        "inner_on_null_tolerant",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id join "
+        "eq_shop.regions r on r.id = c.region_id or c.region_id is null",
+        OUTER,
+        "inner(left(o, c), r)",
+        "o:P c:N r:P",
+        RID3,
+    ),
+    ok(
+        "outer_on_one_side",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on c.tier = 'gold'",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "outer_without_on",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "where_is_null_null_supplied",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id where c.id is null",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
+    ok(
+        "where_coalesce_null_supplied",
+        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id where "
+        "coalesce(c.tier, 'none') = 'none'",
+        OUTER,
+        "left(o, c)",
+        "o:P c:N",
+        RID2,
+    ),
     # --- identifiers that need quotes ---------------------------------------------------------
     ok(
         "quoted_reserved_and_spaces",
@@ -1375,67 +1467,6 @@ REFUSED: list[Refused] = [
     no("semi", "select o.id from eq_shop.orders o semi join eq_shop.customers c on o.customer_id = c.id", "SEMI JOIN"),
     no("anti", "select o.id from eq_shop.orders o anti join eq_shop.customers c on o.customer_id = c.id", "ANTI JOIN"),
     no("natural_join", "select o.id from eq_shop.orders o natural join eq_shop.customers c", "NATURAL JOIN"),
-    no(
-        "parenthesized_join",
-        "select o.id from eq_shop.orders o left join (eq_shop.customers c "
-        "join eq_shop.regions r on c.region_id = r.id) on o.customer_id = c.id",
-        "parenthesized join",
-    ),
-    no(
-        "nica_v1",
-        "select r1.k from ((eq_nica.r1 join eq_nica.r2 on r1.k = r2.k) full join "
-        "(eq_nica.t join eq_nica.s on t.k = s.k) on r1.a = t.a) full join ((eq_nica.r left join eq_nica.w "
-        "on r.k = w.k) full join eq_nica.s s2 on r.a = s2.a) on r1.b = w.b",
-        "parenthesized join",
-        schema="nica",
-    ),
-    no(
-        "nica_v7",
-        "select r.k from (eq_nica.r full join eq_nica.t on r.k = t.k) full join (eq_nica.s left join "
-        "eq_nica.w on s.k = w.k) on t.a = s.a",
-        "parenthesized join",
-        schema="nica",
-    ),
-    no(
-        "nica_orm_null_tolerant_on",
-        "select r.k from eq_nica.r left join eq_nica.s on r.k = s.k "
-        "left join eq_nica.t on (t.k = s.k) or (s.k is null and r.k is null)",
-        "can be true on the NULL-padded rows of s",
-        schema="nica",
-    ),
-    no(
-        "nested_on_coalesce",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c "
-        "on o.customer_id = c.id left join eq_shop.regions r on coalesce(c.region_id, 0) = r.id",
-        "can be true on the NULL-padded rows of c",
-    ),
-    no(
-        "inner_on_null_tolerant",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c "
-        "on o.customer_id = c.id join eq_shop.regions r on r.id = c.region_id or c.region_id is null",
-        "can be true on the NULL-padded rows of c",
-    ),
-    no(
-        "outer_on_one_side",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c on c.tier = 'gold'",
-        "does not reference both sides",
-    ),
-    no(
-        "outer_without_on",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c",
-        "does not reference both sides",
-    ),
-    no(
-        "where_is_null_null_supplied",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id where c.id is null",
-        "WHERE predicate",
-    ),
-    no(
-        "where_coalesce_null_supplied",
-        "select o.id from eq_shop.orders o left join eq_shop.customers c "
-        "on o.customer_id = c.id where coalesce(c.tier, 'none') = 'none'",
-        "WHERE predicate",
-    ),
     no(
         "null_supplied_subquery_constant",
         "select o.id, x.flag from eq_shop.orders o left join "

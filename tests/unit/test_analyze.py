@@ -36,7 +36,7 @@ def tree_text(plan: ViewPlan, node: JoinNode | None = None) -> str:
     if isinstance(node, InnerGroup):
         return "inner(" + ", ".join(tree_text(plan, c) for c in node.children) + ")"
     assert isinstance(node, OuterJoin)
-    return f"{node.kind}({tree_text(plan, node.preserved)}, {tree_text(plan, node.null_supplied)})"
+    return f"{node.kind.value}({tree_text(plan, node.preserved)}, {tree_text(plan, node.null_supplied)})"
 
 
 def sides_text(plan: ViewPlan) -> str:

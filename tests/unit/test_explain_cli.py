@@ -72,13 +72,17 @@ def test_inner_join_model(files, capsys):
 def test_outer_join_model_shows_the_normalized_tree_and_sides(files, capsys):
     code, out, _ = run(capsys, *files(OUTER))
     assert code == 0
-    assert out.startswith("class: outer-join\nstatus: fast_mv cannot maintain this model: outer-join views")
+    assert out.startswith("class: outer-join\nsources:")
     assert (
         "  LEFT OUTER JOIN (ON is null-intolerant)\n    c = eq_shop.customers [preserved]\n"
         "    o = eq_shop.orders [null-supplied]\n" in out
     )  # RIGHT JOIN rewritten to LEFT
     assert "[0] o = eq_shop.orders (null-supplied)" in out
-    assert "  not maintained by this release: fast_mv cannot maintain this model: outer-join views" in out
+    steps = out[out.index("refresh steps:") :]
+    assert "o (null-supplied): net change feed" in steps and "c (preserved): net change feed" in steps
+    assert "left join on `c`.`id` = `o`.`customer_id`: change rows joined with c" in steps
+    assert "NS-compensation: the padded rows of the c rows a change row matches" in steps
+    assert "change rows left-joined with o (unmatched: padded)" in steps
 
 
 def test_aggregate_model_shows_aggregates_having_and_helpers(files, capsys):

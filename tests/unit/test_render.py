@@ -12,8 +12,8 @@ from typing import ClassVar
 import pytest
 
 from dbt_ivm import analyze, render, verbatim
-from dbt_ivm.classes import aggregate, changes, joins, rules_for
-from dbt_ivm.errors import ConfigError, UnsupportedView
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, rules_for
+from dbt_ivm.errors import ConfigError
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import backing_table, created_times, parse_describe_extended, parse_properties
 from dbt_ivm.metadata import Watermark, latest_watermark
@@ -135,15 +135,13 @@ def test_identifiers_are_quoted():
     assert "`select`" in sql and "`Mixed Case`" in sql
 
 
-def test_only_maintained_classes_render():
+def test_every_class_has_its_rules():
     plan = analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA)
-    with pytest.raises(UnsupportedView, match="outer-join views are not maintained"):
-        rules_for(plan)
+    assert rules_for(plan) is outer_joins.RULES
     plan = analyze(
         "select c.name, count(o.id) as n from db.c c left join db.o o on o.cust = c.cid group by c.name", SCHEMA
     )
-    with pytest.raises(UnsupportedView, match="outer-join views are not maintained"):
-        rules_for(plan)
+    assert rules_for(plan) is aggregate.RULES
     assert rules_for(analyze(GLOBAL, SCHEMA)) is aggregate.RULES
 
 

@@ -30,9 +30,9 @@ FROM (
     SELECT /*+ BROADCAST(`o`) */
       `o`.`id` AS `id`,
       `c`.`name` AS `name`,
+      `o`.`__ivm_d` AS `__ivm_d`,
       `o`.`__ivm_rid` AS `__ivm_rid_0`,
-      `c`.`__ivm_rid` AS `__ivm_rid_1`,
-      `o`.`__ivm_d` AS `__ivm_d`
+      `c`.`__ivm_rid` AS `__ivm_rid_1`
     FROM (
       SELECT
         `id`,
@@ -71,9 +71,9 @@ FROM (
     SELECT /*+ BROADCAST(`c`) */
       `o`.`id` AS `id`,
       `c`.`name` AS `name`,
+      `c`.`__ivm_d` AS `__ivm_d`,
       `o`.`__ivm_rid` AS `__ivm_rid_0`,
-      `c`.`__ivm_rid` AS `__ivm_rid_1`,
-      `c`.`__ivm_d` AS `__ivm_d`
+      `c`.`__ivm_rid` AS `__ivm_rid_1`
     FROM (
       SELECT
         `id`,

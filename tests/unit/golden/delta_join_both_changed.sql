@@ -8,9 +8,9 @@ FROM (
   SELECT
     `o`.`id` AS `id`,
     `c`.`name` AS `name`,
+    `o`.`__ivm_d` AS `__ivm_d`,
     `o`.`__ivm_rid` AS `__ivm_rid_0`,
-    `c`.`__ivm_rid` AS `__ivm_rid_1`,
-    `o`.`__ivm_d` AS `__ivm_d`
+    `c`.`__ivm_rid` AS `__ivm_rid_1`
   FROM (
     SELECT
       `id`,
@@ -49,9 +49,9 @@ FROM (
   SELECT
     `o`.`id` AS `id`,
     `c`.`name` AS `name`,
+    `c`.`__ivm_d` AS `__ivm_d`,
     `o`.`__ivm_rid` AS `__ivm_rid_0`,
-    `c`.`__ivm_rid` AS `__ivm_rid_1`,
-    `c`.`__ivm_d` AS `__ivm_d`
+    `c`.`__ivm_rid` AS `__ivm_rid_1`
   FROM (
     SELECT
       `id`,

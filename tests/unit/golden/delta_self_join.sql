@@ -8,9 +8,9 @@ FROM (
   SELECT
     `a`.`id` AS `id`,
     `b`.`id` AS `id2`,
+    `a`.`__ivm_d` AS `__ivm_d`,
     `a`.`__ivm_rid` AS `__ivm_rid_0`,
-    `b`.`__ivm_rid` AS `__ivm_rid_1`,
-    `a`.`__ivm_d` AS `__ivm_d`
+    `b`.`__ivm_rid` AS `__ivm_rid_1`
   FROM (
     SELECT
       `id`,
@@ -43,9 +43,9 @@ FROM (
   SELECT
     `a`.`id` AS `id`,
     `b`.`id` AS `id2`,
+    `b`.`__ivm_d` AS `__ivm_d`,
     `a`.`__ivm_rid` AS `__ivm_rid_0`,
-    `b`.`__ivm_rid` AS `__ivm_rid_1`,
-    `b`.`__ivm_d` AS `__ivm_d`
+    `b`.`__ivm_rid` AS `__ivm_rid_1`
   FROM (
     SELECT
       `id`,

@@ -1,0 +1,230 @@
+"""The change terms of a view over outer joins, at any nesting: Nica's NS-compensation.
+
+Each subtree of the join tree is evaluated as a relation with one struct column per source
+alias (the source's used columns and its row identity `__ivm_rid`), so the model's own
+predicates and expressions (`o.o_cust = c.c_id`) read it unchanged: Spark resolves `o.o_cust`
+as the field `o_cust` of the column `o`. A source padded by an outer join has a NULL struct, so
+its columns and its identity read NULL, as in the model's rows.
+
+The terms telescope over the changed source occurrences as for inner joins
+(`changes.delta_terms`); a term changes one occurrence, so its change climbs the tree from that
+leaf, at each node by the rule of the side it arrives on (P the other side, C the side that
+changed, from C to C' = C + dC; `on` the node's condition, any deterministic predicate):
+
+- inner group: dC joined with the other members under the group's predicates (bilinear);
+- the change arrives on a preserved side (LEFT's left, either side of FULL): dC LEFT JOIN P
+  (a preserved row's rows depend on it and P only); else dC JOIN P;
+- P is preserved (the change arrives on a null-supplied side, or on either side of FULL): the
+  NULL-extended rows of the P rows a change row matches, X = P LEFT SEMI JOIN dC, are
+  compensated: + those of X with no match in C', - those of X with no match in C. A padded row
+  appears when a P row's last match goes and disappears when its first match comes, at every
+  level of nesting, for duplicates as for unique keys.
+
+Every rule holds for any ON predicate, NULL-tolerant or not, because each is SQL's own
+definition of the join (matched rows, plus padded rows of the unmatched) applied to the slice
+that can change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from sqlglot import exp
+
+from dbt_ivm.classes.changes import changes_relation, snapshot_relation, term_version, union_all
+from dbt_ivm.ir import (
+    DELTA_COLUMN,
+    HIDDEN_PREFIX,
+    RID_COLUMN,
+    InnerGroup,
+    JoinKind,
+    JoinNode,
+    Leaf,
+    OuterJoin,
+    Source,
+    ViewPlan,
+)
+from dbt_ivm.render import col, ident, lit
+from dbt_ivm.verbatim import DIALECT
+
+ONE_COLUMN = f"{HIDDEN_PREFIX}one"  # the one field of a source whose columns the view never reads
+
+
+def has_outer_join(node: JoinNode) -> bool:
+    if isinstance(node, Leaf):
+        return False
+    if isinstance(node, InnerGroup):
+        return any(has_outer_join(c) for c in node.children)
+    return True
+
+
+def leaves(node: JoinNode) -> tuple[int, ...]:
+    """The source occurrences under `node`, in occurrence order."""
+    if isinstance(node, Leaf):
+        return (node.source,)
+    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
+    return tuple(sorted(i for c in children for i in leaves(c)))
+
+
+def _fields(source: Source, rids: bool) -> list[str]:
+    names = [name for name, _ in source.columns] + ([RID_COLUMN] if rids else [])
+    return names or [ONE_COLUMN]
+
+
+def _struct(source: Source, rids: bool) -> exp.Expr:
+    fields = [col(name, source.alias).as_(ident(name)) for name in _fields(source, rids)]
+    return exp.Struct(expressions=fields).as_(ident(source.alias))
+
+
+def _columns(plan: ViewPlan, node: JoinNode, delta: bool) -> list[exp.Expr]:
+    """A node relation's columns: one struct per alias in occurrence order (and the multiplicity)."""
+    names: list[exp.Expr] = [col(plan.sources[i].alias) for i in leaves(node)]
+    return [*names, col(DELTA_COLUMN)] if delta else names
+
+
+def _sub(select: exp.Select, name: str) -> exp.Expr:
+    return select.subquery(ident(f"{HIDDEN_PREFIX}{name}"))
+
+
+def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
+    """What a change to occurrence `index` does at each join above it, innermost first."""
+    if isinstance(node, Leaf):
+        return []
+    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
+    child = next(c for c in children if index in leaves(c))
+    steps = climb_steps(plan, child, index)
+    if isinstance(node, InnerGroup):
+        preds = " AND ".join(p.sql(dialect=DIALECT) for p in node.predicates) or "TRUE"
+        return [*steps, f"inner join on {preds}: change rows joined with the other members"]
+    on = node.on.sql(dialect=DIALECT)
+    other = node.null_supplied if child is node.preserved else node.preserved
+    names = ", ".join(plan.sources[i].alias for i in leaves(other))
+    full = node.kind is JoinKind.FULL
+    if child is node.preserved or full:
+        steps.append(f"{node.kind.value} join on {on}: change rows left-joined with {names} (unmatched: padded)")
+    else:
+        steps.append(f"{node.kind.value} join on {on}: change rows joined with {names}")
+    if child is node.null_supplied or full:
+        steps.append(
+            f"  NS-compensation: the padded rows of the {names} rows a change row matches: deleted when "
+            "their first match comes, re-created when their last match goes"
+        )
+    return steps
+
+
+class _Term:
+    """The relations of one telescoping term: occurrence `changed` moves from `before` to `after`."""
+
+    def __init__(
+        self,
+        plan: ViewPlan,
+        changed: Source,
+        old: Mapping[str, int],
+        new: Mapping[str, int],
+        staged: str | None,
+        rids: bool,
+        signed: bool,
+    ):
+        self.plan, self.changed, self.rids = plan, changed, rids
+        key = changed.table.key
+        self.versions = {
+            s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
+        }
+        self.after = {**self.versions, changed.index: new[key]}
+        self.change = changes_relation(changed, old[key] + 1, new[key], staged, signed)
+
+    def state(self, node: JoinNode, versions: Mapping[int, int]) -> exp.Select:
+        """`node`'s rows with its sources at `versions` (struct columns)."""
+        plan = self.plan
+        if isinstance(node, Leaf):
+            source = plan.sources[node.source]
+            relation = snapshot_relation(source, versions[source.index], with_rid=self.rids)
+            return exp.select(_struct(source, self.rids)).from_(relation)
+        if isinstance(node, InnerGroup):
+            children = [self.state(c, versions) for c in node.children]
+            return self._inner(node, children, delta=False)
+        left, right = self.state(node.preserved, versions), self.state(node.null_supplied, versions)
+        side = "full" if node.kind is JoinKind.FULL else "left"
+        return (
+            exp.select(*_columns(plan, node, False))
+            .from_(_sub(left, "l"))
+            .join(_sub(right, "r"), on=node.on.copy(), join_type=side)
+        )
+
+    def _inner(self, node: InnerGroup, children: list[exp.Select], delta: bool) -> exp.Select:
+        select = exp.select(*_columns(self.plan, node, delta)).from_(_sub(children[0], "j0"))
+        for k, child in enumerate(children[1:], start=1):
+            select = select.join(_sub(child, f"j{k}"), join_type="cross")
+        if node.predicates:
+            select = select.where(exp.and_(*[p.copy() for p in node.predicates]))
+        return select
+
+    def delta(self, node: JoinNode) -> exp.Select:
+        """`node`'s change in this term: struct columns and the signed multiplicity `__ivm_d`."""
+        plan = self.plan
+        if isinstance(node, Leaf):
+            return exp.select(_struct(self.changed, self.rids), col(DELTA_COLUMN)).from_(self.change.copy())
+        if isinstance(node, InnerGroup):
+            children = [
+                self.delta(c) if self.changed.index in leaves(c) else self.state(c, self.versions)
+                for c in node.children
+            ]
+            return self._inner(node, children, delta=True)
+        arrives_on_left = self.changed.index in leaves(node.preserved)
+        changed, other = (
+            (node.preserved, node.null_supplied) if arrives_on_left else (node.null_supplied, node.preserved)
+        )
+        full = node.kind is JoinKind.FULL
+        kind = "left" if full or arrives_on_left else "inner"  # a change to a preserved side keeps its rows
+        flows = (
+            exp.select(*_columns(plan, node, True))
+            .from_(_sub(self.delta(changed), "c"))
+            .join(_sub(self.state(other, self.versions), "p"), on=node.on.copy(), join_type=kind)
+        )
+        if arrives_on_left and not full:
+            return flows  # the other side is null-supplied: no padded row of it depends on the change
+        terms = union_all([flows, *self._compensation(node, changed, other)])
+        return exp.select(*_columns(plan, node, True)).from_(terms.subquery(ident(f"{HIDDEN_PREFIX}u")))
+
+    def _compensation(self, node: OuterJoin, changed: JoinNode, other: JoinNode) -> list[exp.Select]:
+        """The padded rows of the `other` (preserved) rows a change row matches: + with no match
+        after the change, - with no match before it."""
+        plan = self.plan
+        matched = (
+            exp.select(*_columns(plan, other, False))
+            .from_(_sub(self.state(other, self.versions), "p"))
+            .join(_sub(self.delta(changed), "c"), on=node.on.copy(), join_type="left semi")
+        )
+        padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
+        sides = []
+        for versions, sign in ((self.after, 1), (self.versions, -1)):
+            select = (
+                exp.select(*_columns(plan, node, False), lit(sign).as_(ident(DELTA_COLUMN)))
+                .from_(_sub(matched, "x"))
+                .join(_sub(self.state(changed, versions), "c"), on=node.on.copy(), join_type="left")
+                .where(padded.copy())
+            )
+            sides.append(select)
+        return sides
+
+
+def outer_delta_terms(
+    plan: ViewPlan,
+    query: exp.Select,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    staged: Mapping[int, str] | None = None,
+    rids: bool = True,
+    signed: bool = False,
+) -> Iterator[tuple[Source, exp.Select]]:
+    """`changes.delta_terms` for a join tree with outer joins: each term is `query`'s projections
+    and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`."""
+    for changed in plan.sources:
+        key = changed.table.key
+        if new[key] == old[key]:
+            continue
+        term = _Term(plan, changed, old, new, (staged or {}).get(changed.index), rids, signed)
+        select = query.copy()
+        select.set("joins", None)
+        select = select.from_(_sub(term.delta(plan.tree), "v"), copy=False)
+        yield changed, select.select(col(DELTA_COLUMN), copy=False)

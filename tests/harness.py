@@ -77,12 +77,17 @@ class Report:
     appends: int = 0  # refreshes that took the append path
     mismatches: list[Mismatch] = field(default_factory=list)
     multi_source_rounds: int = 0
+    flips: int = 0  # outer joins: refreshes that flipped padded rows by a unique key
+    compensations: int = 0  # and those that compensated them by the general algorithm
 
     def summary(self) -> str:
+        outer = f", {self.flips} with a unique-key flip, {self.compensations} with NS-compensation" * bool(
+            self.flips or self.compensations
+        )
         return (
             f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
             f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
-            f"{self.builds} builds), "
+            f"{self.builds} builds{outer}), "
             f"{self.multi_source_rounds} rounds changed several sources, "
             f"{len(self.mismatches)} mismatches"
         )
@@ -237,11 +242,14 @@ class Harness:
         )
         outcome = m.materialize()
         with self.lock:
-            self.count(outcome)
+            self.count(outcome, m.statements)
         return list(m.statements), dict(outcome.versions)
 
-    def count(self, outcome: Any) -> None:
+    def count(self, outcome: Any, statements: list[str]) -> None:
         self.report.appends += outcome.path == "append"
+        deltas = [s for s in statements if s.startswith("CACHE TABLE `__ivm_delta")]
+        self.report.flips += any("__ivm_flow" in s for s in deltas)
+        self.report.compensations += any("LEFT SEMI JOIN" in s for s in deltas)
         if outcome.action == "built":
             self.report.builds += 1
         elif outcome.action == "refreshed":
@@ -409,9 +417,10 @@ OR = Table("r", (("k", "int"), ("j", "int"), ("v", "string")))
 OS = Table("s", (("k", "int"), ("j", "int"), ("w", "string")))
 OT = Table("t", (("j", "int"), ("z", "string")))
 OU = Table("u", (("k", "int"), ("u", "string")))
+ON = Table("n", (("id", "int"), ("w", "string")), key="id")  # unique ids: the unique-key flip
 OUTER = Family(
     "outer",
-    (OR, OS, OT, OU),
+    (OR, OS, OT, OU, ON),
     (
         View("o_left", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k"),
         View("o_right", "SELECT r.v, s.k, s.w FROM {db}.r r RIGHT JOIN {db}.s s ON r.k = s.k AND r.j < s.j"),
@@ -443,6 +452,7 @@ OUTER = Family(
             "SELECT r.v, s.w, coalesce(s.j, -1) AS sj FROM {db}.r r LEFT JOIN {db}.s s "
             "ON r.k = s.k OR (r.k IS NULL AND s.k IS NULL)",
         ),
+        View("o_keyed", "SELECT r.k, r.v, n.w FROM {db}.r r LEFT JOIN {db}.n n ON n.id = r.j AND n.w <> 'c'"),
         View("o_self", "SELECT r1.k, r1.v, r2.v AS v2 FROM {db}.r r1 LEFT JOIN {db}.r r2 ON r1.k = r2.j"),
         View("o_anti", "SELECT r.k, r.v FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k WHERE s.k IS NULL"),
         View(

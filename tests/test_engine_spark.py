@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dbt_ivm import render
-from dbt_ivm.classes import changes, joins
+from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
 from dbt_ivm.errors import SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql, table_exists
@@ -436,3 +436,51 @@ def test_a_group_the_join_terms_add_and_remove_is_neither_wrong_nor_stuck(spark,
             assert_consistent(spark, spark_db, name)
     finally:
         spark.sql(f"drop database if exists {DB} cascade")
+
+
+def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, spark_db, monkeypatch):
+    """A padded row flips with its match when the change's join keys are unique in the source
+    before and after it (checked each refresh); where they repeat, the general compensation
+    runs, and a flip there would be wrong: the consistency test sees it."""
+    spark.sql(f"create database if not exists {DB}")
+    for t in ("r", "s"):
+        spark.sql(f"drop table if exists {DB}.{t}")
+    spark.sql(f"create table {DB}.r (k int, v string) {CDF}")
+    spark.sql(f"create table {DB}.s (k int, w string) {CDF}")
+    spark.sql(f"insert into {DB}.r values (1, 'x'), (2, 'y'), (3, 'z')")
+    spark.sql(f"insert into {DB}.s values (1, 'a'), (1, 'b'), (2, 'c')")
+    sql = f"select r.k, r.v, s.w from {DB}.r r left join {DB}.s s on r.k = s.k"
+    said: list[str] = []
+
+    def refresh(statement: str) -> list[str]:
+        spark.sql(statement.format(db=DB))
+        said.clear()
+        m = mv(spark_db, "flip", sql, log=said.append)
+        m.materialize()
+        assert_consistent(spark, spark_db, "flip")
+        return [s for s in m.statements if s.startswith("CACHE TABLE `__ivm_delta")]
+
+    mv(spark_db, "flip", sql).materialize()
+    delta = refresh("delete from {db}.s where w = 'c'")  # the only match of k = 2 goes
+    assert "__ivm_flow" in delta[0] and "LEFT SEMI JOIN" not in delta[0]
+    assert any("s (k) unique: padded rows flipped" in line for line in said), said
+    delta = refresh("insert into {db}.s values (3, 'd')")  # the first match of k = 3 comes
+    assert "__ivm_flow" in delta[0]
+    delta = refresh("delete from {db}.s where w = 'a'")  # k = 1 keeps its other match
+    assert "__ivm_flow" not in delta[0] and "LEFT SEMI JOIN" in delta[0]
+    assert any("s (k) repeats: general compensation" in line for line in said), said
+
+    # Forced where the key repeats, the flip pads r's k = 2 row while (2, 'e') still matches.
+    spark.sql(f"insert into {DB}.s values (2, 'e'), (2, 'f')")
+    mv(spark_db, "flip", sql).materialize()
+    monkeypatch.setattr(
+        outer_joins,
+        "decide_flips",
+        lambda refresh: (frozenset(i for i in outer_terms.flip_keys(refresh.plan) if i in refresh.staged), ""),
+    )
+    spark.sql(f"delete from {DB}.s where w = 'f'")
+    mv(spark_db, "flip", sql).materialize()
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "flip"))).count() > 0
+    spark.sql(f"drop view if exists {DB}.flip")
+    for t in ("flip__ivm", "r", "s"):
+        spark.sql(f"drop table if exists {DB}.{t}")

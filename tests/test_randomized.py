@@ -18,7 +18,7 @@ from tests.harness import AGGREGATES, JOINS, KEYED, OR, OS, OUTER, SINGLE, A, B,
 pytestmark = pytest.mark.spark
 
 SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2}
-# x4, x9, x3, x13, x14 views: 240 + 1035 + 450 + 1040 + 1050 checks
+# x4, x9, x3, x13, x15 views: 240 + 1035 + 450 + 1040 + 1125 checks
 STRESS = {"single": 60, "joins": 115, "keyed": 150, "aggregates": 80, "outer": 75}
 
 
@@ -35,6 +35,8 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
     assert report.refreshes > 0
     if family is KEYED:
         assert report.appends > 0, "no refresh took the append path"
+    if family is OUTER:
+        assert report.flips > 0 and report.compensations > 0, "the unique-key flip or the compensation never ran"
 
 
 @pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER], ids=lambda f: f.name)

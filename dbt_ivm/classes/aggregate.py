@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Write
 from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
-from dbt_ivm.classes.outer_terms import climb_steps, has_outer_join
+from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
@@ -156,6 +156,7 @@ def delta_select(
     new: Mapping[str, int],
     staged: Mapping[int, str] | None = None,
     float_sums: frozenset[int] = frozenset(),
+    flips: frozenset[int] = frozenset(),
 ) -> exp.Select | None:
     """Per touched group: the count's delta, each aggregate's state delta, and for MIN/MAX the
     extreme of the values added (`__ivm_a_<k>`) and of those removed (`__ivm_del_<k>`).
@@ -167,7 +168,8 @@ def delta_select(
     cannot subtract them (NaN - NaN is NaN), so those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
-    terms = [term for _, term in delta_terms(plan, _rows(plan), old, new, staged, rids=False, signed=True)]
+    rows = delta_terms(plan, _rows(plan), old, new, staged, rids=False, signed=True, flips=flips)
+    terms = [term for _, term in rows]
     if not terms:
         return None
     d = col(DELTA_COLUMN)
@@ -488,7 +490,8 @@ class AggregateRules:
         recompute their state from the sources at the pinned versions; one MERGE."""
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, rules.float_sums)
+        flips, flipped = decide_flips(refresh) if has_outer_join(plan.tree) else (frozenset(), "")
+        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips)
         assert delta is not None
         name = refresh.temp("delta")
         refresh.run(cache_as(name, delta))
@@ -507,7 +510,7 @@ class AggregateRules:
             if groups:
                 recomputed = refresh.temp("recomputed")
                 refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, lost)))
-        detail = f"{touched}{groups} recomputed from the sources"
+        detail = f"{touched}{groups} recomputed from the sources" + (f"; {flipped}" if flipped else "")
         return Write("merge", merge_statement(plan, refresh.backing, name, recomputed), detail=detail)
 
     def append_statement(

@@ -149,6 +149,7 @@ def delta_terms(
     staged: Mapping[int, str] | None = None,
     rids: bool = True,
     signed: bool = False,
+    flips: frozenset[int] = frozenset(),
 ) -> Iterator[tuple[Source, exp.Select]]:
     """The terms of the view's net change between the `old` and `new` source versions.
 
@@ -164,12 +165,13 @@ def delta_terms(
     pinned version). Self-joins are just two occurrences, each its own Ri. `signed` splits it into rows of +1
     and -1 (see `signed_rows`). `staged` maps occurrence index -> cached change set;
     `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
-    A join tree with outer joins has its own terms (`outer_terms`).
+    A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
+    that take the unique-key flip).
     """
     from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
 
     if has_outer_join(plan.tree):
-        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed)
+        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips)
         return
     for i, changed in enumerate(plan.sources):
         key = changed.table.key

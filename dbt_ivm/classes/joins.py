@@ -51,15 +51,16 @@ def delta_select(
     new: Mapping[str, int],
     staged: Mapping[int, str] | None = None,
     broadcast: bool = False,
+    flips: frozenset[int] = frozenset(),
 ) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple
     (the sum of `changes.delta_terms`). `staged` maps occurrence index -> cached change set.
     `broadcast` hints each term to broadcast its change rows: an unstaged change feed has no
     size estimate, so Spark would otherwise shuffle the other sources to join it.
-    Returns None when no source moved.
+    `flips`: see `outer_terms.flip_keys`. Returns None when no source moved.
     """
     terms = []
-    for changed, term in delta_terms(plan, plan.query, old, new, staged):
+    for changed, term in delta_terms(plan, plan.query, old, new, staged, flips=flips):
         term = _with_rids(term, plan)
         if broadcast:
             term = _hint_broadcast(term, changed.alias)
@@ -303,7 +304,8 @@ class JoinRules:
     def apply(self, refresh: Refresh) -> Write:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
         plan, name = refresh.plan, refresh.temp("delta")
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged)
+        flips, detail = self.flips(refresh)
+        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, flips=flips)
         assert delta is not None
         refresh.run(cache_as(name, delta))
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key)))[0]
@@ -312,12 +314,16 @@ class JoinRules:
         if refresh.unique_key and n > 0 and min_d > 0 and (max_d > 1 or int(stats["keys"]) < n):
             raise StateError(refresh.key_violation)
         if n == 0:
-            return Write("empty", empty_commit(refresh.backing), 0, 0)
+            return Write("empty", empty_commit(refresh.backing), 0, 0, detail)
         if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name)):
-            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0)
+            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail)
         identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities)
-        return Write("merge", merge, inserted, deleted, check_repeats=True)
+        return Write("merge", merge, inserted, deleted, detail, check_repeats=True)
+
+    def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:
+        """The occurrences that take an outer join's unique-key flip, and a log detail: none here."""
+        return frozenset(), ""
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
         """Each changed occurrence's change-row identities, or None when too many to write out."""

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from dbt_ivm.classes import Refresh
 from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES, JoinRules, _key_match, _read_identities
-from dbt_ivm.classes.outer_terms import climb_steps
+from dbt_ivm.classes.outer_terms import climb_steps, decide_flips
 from dbt_ivm.ir import HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
 from dbt_ivm.render import col, ident, lit, sql, temp_table
 
@@ -46,6 +46,9 @@ def stored_matches(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select
 
 class OuterJoinRules(JoinRules):
     MONOTONE = False
+
+    def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:
+        return decide_flips(refresh)
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
         return _read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
+from dbt_ivm.classes import Refresh
 from dbt_ivm.classes.changes import changes_relation, snapshot_relation, term_version, union_all
 from dbt_ivm.ir import (
     DELTA_COLUMN,
@@ -44,7 +45,7 @@ from dbt_ivm.ir import (
     Source,
     ViewPlan,
 )
-from dbt_ivm.render import col, ident, lit
+from dbt_ivm.render import col, ident, lit, sql
 from dbt_ivm.verbatim import DIALECT
 
 ONE_COLUMN = f"{HIDDEN_PREFIX}one"  # the one field of a source whose columns the view never reads
@@ -109,7 +110,104 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
             f"  NS-compensation: the padded rows of the {names} rows a change row matches: deleted when "
             "their first match comes, re-created when their last match goes"
         )
+        keys = flip_keys(plan).get(index) if child == Leaf(index) else None
+        if keys:
+            alias = plan.sources[index].alias
+            steps.append(
+                f"  unique-key flip instead when the change's ({', '.join(keys)}) values are unique in {alias} "
+                f"before and after it (checked each refresh): each matched row's padded row with the opposite "
+                f"sign, {alias} not read"
+            )
     return steps
+
+
+def _outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
+    """The outer join whose direct child is Leaf(`index`), when its other side is preserved."""
+    if isinstance(node, Leaf):
+        return None
+    if isinstance(node, OuterJoin):
+        for child in (node.preserved, node.null_supplied):
+            if child == Leaf(index) and (child is node.null_supplied or node.kind is JoinKind.FULL):
+                return node
+        children: tuple[JoinNode, ...] = (node.preserved, node.null_supplied)
+    else:
+        children = node.children
+    return next((found for c in children if (found := _outer_parent(c, index)) is not None), None)
+
+
+def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
+    """{occurrence: its columns ON equates with the other side}, for each source that is the
+    null-supplied side (or a FULL side) of an outer join, whose other side is preserved.
+
+    When a change's values of these columns are unique in the source before and after it, a
+    preserved row matches at most one of its rows, so its padded row flips with the match: the
+    unique-key algorithm (Oracle's), without reading the source for the compensation.
+    """
+    out: dict[int, tuple[str, ...]] = {}
+    for source in plan.sources:
+        node = _outer_parent(plan.tree, source.index)
+        if node is None:
+            continue
+        conjuncts = node.on.flatten() if isinstance(node.on, exp.And) else [node.on]
+        keys: list[str] = []
+        for conj in conjuncts:
+            conj = conj.unnest()
+            if not isinstance(conj, exp.EQ):
+                continue
+            for mine, theirs in ((conj.this, conj.expression), (conj.expression, conj.this)):
+                if (
+                    isinstance(mine, exp.Column)
+                    and mine.table == source.alias
+                    and not any(c.table == source.alias for c in theirs.find_all(exp.Column))
+                    and mine.name not in keys
+                ):
+                    keys.append(mine.name)
+        if keys:
+            out[source.index] = tuple(keys)
+    return out
+
+
+def duplicate_keys(
+    plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], versions: list[tuple[int, int, str]]
+) -> exp.Select:
+    """Occurrences whose change rows' key values (`staged`, non-NULL) repeat in the source at a
+    version: rows (i) for each (occurrence i, version, staged change set) where some do."""
+    parts = []
+    for index, version, staged in versions:
+        source = plan.sources[index]
+        change = f"{HIDDEN_PREFIX}s"
+        match = exp.and_(*[exp.EQ(this=col(k, source.alias), expression=col(k, change)) for k in keys[index]])
+        dups = (
+            exp.select(*[col(k, source.alias) for k in keys[index]])
+            .from_(snapshot_relation(source, version, with_rid=False))
+            .join(
+                exp.Table(this=ident(staged), alias=exp.TableAlias(this=ident(change))), on=match, join_type="left semi"
+            )
+            .group_by(*[col(k, source.alias) for k in keys[index]])
+            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=lit(1)))
+        )
+        parts.append(exp.select(lit(index).as_("i")).from_(dups.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1))
+    return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
+
+
+def decide_flips(refresh: Refresh) -> tuple[frozenset[int], str]:
+    """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
+    those whose change rows' key values are unique in the source at both versions (one query)."""
+    plan = refresh.plan
+    keys = flip_keys(plan)
+    candidates = [i for i in keys if i in refresh.staged]
+    if not candidates:
+        return frozenset(), ""
+    versions = [
+        (i, version, refresh.staged[i])
+        for i in candidates
+        for version in (refresh.old[plan.sources[i].table.key], refresh.new[plan.sources[i].table.key])
+    ]
+    repeated = {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions)))}
+    flips = frozenset(i for i in candidates if i not in repeated)
+    said = [f"{plan.sources[i].alias} ({', '.join(keys[i])}) unique: padded rows flipped" for i in sorted(flips)]
+    said += [f"{plan.sources[i].alias} ({', '.join(keys[i])}) repeats: general compensation" for i in sorted(repeated)]
+    return flips, "; ".join(said)
 
 
 class _Term:
@@ -124,8 +222,9 @@ class _Term:
         staged: str | None,
         rids: bool,
         signed: bool,
+        flip: bool = False,
     ):
-        self.plan, self.changed, self.rids = plan, changed, rids
+        self.plan, self.changed, self.rids, self.flip = plan, changed, rids, flip
         key = changed.table.key
         self.versions = {
             s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
@@ -183,8 +282,34 @@ class _Term:
         )
         if arrives_on_left and not full:
             return flows  # the other side is null-supplied: no padded row of it depends on the change
+        if self.flip and changed == Leaf(self.changed.index):
+            return self._flipped(node, flows, other)
         terms = union_all([flows, *self._compensation(node, changed, other)])
         return exp.select(*_columns(plan, node, True)).from_(terms.subquery(ident(f"{HIDDEN_PREFIX}u")))
+
+    def _flipped(self, node: OuterJoin, flows: exp.Select, other: JoinNode) -> exp.Select:
+        """The unique-key flip (`flip_keys`): each row the change matches, and with the opposite
+        sign its preserved row's padded row, from the one join; the source itself is not read."""
+        plan = self.plan
+        flow = ident(f"{HIDDEN_PREFIX}flow")
+        lateral = exp.Lateral(
+            this=exp.Explode(this=exp.Array(expressions=[exp.true(), exp.false()])),
+            view=True,
+            alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[flow]),
+        )
+        alias = self.changed.alias
+        padded = exp.If(this=exp.false(), true=col(alias), false=exp.Null())  # NULL of the struct's type
+        columns = [
+            exp.If(this=exp.column(flow), true=col(alias), false=padded).as_(ident(alias)) if c.name == alias else c
+            for c in _columns(plan, node, False)
+        ]
+        d = exp.If(this=exp.column(flow), true=col(DELTA_COLUMN), false=exp.Neg(this=col(DELTA_COLUMN)))
+        matched = exp.not_(
+            exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(other)])
+        )
+        select = exp.select(*columns, d.as_(ident(DELTA_COLUMN))).from_(_sub(flows, "m"))
+        select.set("laterals", [lateral])
+        return select.where(exp.or_(exp.column(flow), matched))
 
     def _compensation(self, node: OuterJoin, changed: JoinNode, other: JoinNode) -> list[exp.Select]:
         """The padded rows of the `other` (preserved) rows a change row matches: + with no match
@@ -216,14 +341,17 @@ def outer_delta_terms(
     staged: Mapping[int, str] | None = None,
     rids: bool = True,
     signed: bool = False,
+    flips: frozenset[int] = frozenset(),
 ) -> Iterator[tuple[Source, exp.Select]]:
     """`changes.delta_terms` for a join tree with outer joins: each term is `query`'s projections
-    and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`."""
+    and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`.
+    `flips`: occurrences whose change takes the unique-key flip (see `flip_keys`)."""
     for changed in plan.sources:
         key = changed.table.key
         if new[key] == old[key]:
             continue
-        term = _Term(plan, changed, old, new, (staged or {}).get(changed.index), rids, signed)
+        staged_rows = (staged or {}).get(changed.index)
+        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips)
         select = query.copy()
         select.set("joins", None)
         select = select.from_(_sub(term.delta(plan.tree), "v"), copy=False)

@@ -12,7 +12,7 @@ from typing import ClassVar
 import pytest
 
 from dbt_ivm import analyze, render, verbatim
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, rules_for
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
 from dbt_ivm.errors import ConfigError
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import backing_table, created_times, parse_describe_extended, parse_properties
@@ -193,3 +193,26 @@ def test_created_times_one_query_per_database():
         "db2.o": "Mon Nov 23 04:57:41 UTC 2026",
     }
     assert db.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|c'", "SHOW TABLE EXTENDED IN `db2` LIKE 'o'"]
+
+
+def test_unique_key_flip_keys_and_sql():
+    """The flip applies where a source is the padded side of an outer join whose other side is
+    preserved, on its columns ON equates with the other side; it reads that source not at all."""
+    flip_keys = outer_terms.flip_keys
+    left = analyze("select o.id, c.name from db.o o left join db.c c on c.cid = o.cust and c.name <> 'x'", SCHEMA)
+    assert flip_keys(left) == {1: ("cid",)}
+    full = analyze("select o.id, c.name from db.o o full join db.c c on o.cust = c.cid", SCHEMA)
+    assert flip_keys(full) == {0: ("cust",), 1: ("cid",)}
+    tolerant = analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid or c.cid is null", SCHEMA)
+    assert flip_keys(tolerant) == {}
+    nested = "select o.id from db.o o left join (db.c c join db.o p on p.id = c.cid) on c.cid = o.cust"
+    assert flip_keys(analyze(nested, SCHEMA)) == {}  # the padded side is a join, not one source
+
+    old, new = {"db.o": 1, "db.c": 1}, {"db.o": 1, "db.c": 2}
+    general = render.sql(joins.delta_select(left, old, new, {1: "chg"}))
+    flipped = render.sql(joins.delta_select(left, old, new, {1: "chg"}, flips=frozenset({1})))
+    assert "`db`.`c` VERSION AS OF" in general and "LEFT SEMI JOIN" in general
+    assert "`db`.`c` VERSION AS OF" not in flipped and "LEFT SEMI JOIN" not in flipped
+    assert "`__ivm_flow`" in flipped
+    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
+    assert check.count("`db`.`c` VERSION AS OF") == 2 and "HAVING COUNT(*) > 1" in check

@@ -848,6 +848,7 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     missing = [t for t in source_tables(sql) if t.key not in known]
     if missing:
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
+    _check_groups(raw)
     tree = normalize(raw, schema)
     if not isinstance(tree, exp.Select):
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
@@ -910,6 +911,29 @@ def _group(rel: exp.Expr) -> tuple[exp.Expr, list[exp.Join]] | None:
         if joins:
             return rel.this, list(joins)
     return None
+
+
+def _check_groups(tree: exp.Expr) -> None:
+    """Only tables (or groups) inside a parenthesized join: merging a derived table or CTE there
+    would hoist its WHERE above the outer join and keep its constants on padded rows."""
+    ctes = _cte_names(tree)
+    for node in tree.find_all(exp.Subquery):
+        group = _group(node)
+        if group is None:
+            continue
+        first, joins = group
+        for rel in [first, *(j.this for j in joins)]:
+            if isinstance(rel, exp.Table):
+                if rel.db or rel.name.lower() not in ctes:
+                    continue
+            elif _group(rel) is not None:
+                continue  # a nested group
+            raise _refuse(
+                f"a derived table or CTE inside a parenthesized join ({_snippet(rel)})",
+                rel,
+                "join the tables themselves inside the parentheses, or make the subquery its own fast_mv "
+                "and select from it",
+            )
 
 
 def _from(select: exp.Select) -> tuple[exp.Expr, list[exp.Join]]:

@@ -468,7 +468,8 @@ OUTER = Family(
         _agg(
             "o_agg_full",
             "SELECT count(*) AS n, count(r.v) AS rv, count(s.w) AS sw, min(t.z) AS lo "
-            "FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k LEFT JOIN {db}.t t ON s.j = t.j",
+            "FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k LEFT JOIN {db}.t t ON s.j = t.j "
+            "LEFT JOIN {db}.u u ON s.j = 1",  # u: no column read, only its rows' number
         ),
     ),
     restores=True,

@@ -48,8 +48,6 @@ from dbt_ivm.ir import (
 from dbt_ivm.render import col, ident, lit, sql
 from dbt_ivm.verbatim import DIALECT
 
-ONE_COLUMN = f"{HIDDEN_PREFIX}one"  # the one field of a source whose columns the view never reads
-
 
 def has_outer_join(node: JoinNode) -> bool:
     if isinstance(node, Leaf):
@@ -67,9 +65,13 @@ def leaves(node: JoinNode) -> tuple[int, ...]:
     return tuple(sorted(i for c in children for i in leaves(c)))
 
 
+def _with_rid(source: Source, rids: bool) -> bool:
+    """A source the view reads no column of keeps its identity (a constant) as its one field."""
+    return rids or not source.columns
+
+
 def _fields(source: Source, rids: bool) -> list[str]:
-    names = [name for name, _ in source.columns] + ([RID_COLUMN] if rids else [])
-    return names or [ONE_COLUMN]
+    return [name for name, _ in source.columns] + ([RID_COLUMN] if _with_rid(source, rids) else [])
 
 
 def _struct(source: Source, rids: bool) -> exp.Expr:
@@ -237,7 +239,7 @@ class _Term:
         plan = self.plan
         if isinstance(node, Leaf):
             source = plan.sources[node.source]
-            relation = snapshot_relation(source, versions[source.index], with_rid=self.rids)
+            relation = snapshot_relation(source, versions[source.index], with_rid=_with_rid(source, self.rids))
             return exp.select(_struct(source, self.rids)).from_(relation)
         if isinstance(node, InnerGroup):
             children = [self.state(c, versions) for c in node.children]

@@ -1468,6 +1468,18 @@ REFUSED: list[Refused] = [
     no("anti", "select o.id from eq_shop.orders o anti join eq_shop.customers c on o.customer_id = c.id", "ANTI JOIN"),
     no("natural_join", "select o.id from eq_shop.orders o natural join eq_shop.customers c", "NATURAL JOIN"),
     no(
+        "derived_table_in_parenthesized_join",
+        "select o.id from eq_shop.orders o left join (eq_shop.customers c join "
+        "(select id from eq_shop.regions where id > 1) r on c.region_id = r.id) on o.customer_id = c.id",
+        "a derived table or CTE inside a parenthesized join",
+    ),
+    no(
+        "cte_in_parenthesized_join",
+        "with r as (select id, 1 as flag from eq_shop.regions) select o.id, r.flag from eq_shop.orders o "
+        "left join (eq_shop.customers c join r on c.region_id = r.id) on o.customer_id = c.id",
+        "a derived table or CTE inside a parenthesized join",
+    ),
+    no(
         "null_supplied_subquery_constant",
         "select o.id, x.flag from eq_shop.orders o left join "
         "(select id, 1 as flag from eq_shop.customers) x on o.customer_id = x.id",

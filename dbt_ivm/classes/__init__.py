@@ -18,6 +18,7 @@ from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import TableName, ViewClass, ViewPlan
 
 Describe = Callable[[exp.Select], dict[str, str]]  # a query's column types (DESCRIBE QUERY)
+Stage = Callable[[exp.Select], str]  # caches a query for the refresh, returns the cached table's name
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,18 @@ class Refresh:
     describe: Describe  # a query's column types (DESCRIBE QUERY: planned, not run)
     unique_key: tuple[str, ...] = ()
     key_violation: str = ""  # the message when the declared unique key repeats
+
+
+def stager(refresh: Refresh) -> Stage:
+    """Caches a query for this refresh (released after its commit) and names the cached table."""
+    from dbt_ivm.render import cache_as
+
+    def stage(select: exp.Select) -> str:
+        name = refresh.temp("level")
+        refresh.run(cache_as(name, select))
+        return name
+
+    return stage
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import cast
 
 from sqlglot import exp
 
+from dbt_ivm.classes import Stage
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, ViewPlan
 from dbt_ivm.render import UNGROUPABLE, col, func, ident, lit
 
@@ -150,6 +151,7 @@ def delta_terms(
     rids: bool = True,
     signed: bool = False,
     flips: frozenset[int] = frozenset(),
+    stage: Stage | None = None,
 ) -> Iterator[tuple[Source, exp.Select]]:
     """The terms of the view's net change between the `old` and `new` source versions.
 
@@ -166,12 +168,12 @@ def delta_terms(
     and -1 (see `signed_rows`). `staged` maps occurrence index -> cached change set;
     `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
     A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
-    that take the unique-key flip).
+    that take the unique-key flip; `stage`: caches a level's change read twice).
     """
     from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
 
     if has_outer_join(plan.tree):
-        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips)
+        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips, stage)
         return
     for i, changed in enumerate(plan.sources):
         key = changed.table.key

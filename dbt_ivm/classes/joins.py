@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Describe, Refresh, Write
+from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
@@ -52,15 +52,16 @@ def delta_select(
     staged: Mapping[int, str] | None = None,
     broadcast: bool = False,
     flips: frozenset[int] = frozenset(),
+    stage: Stage | None = None,
 ) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple
     (the sum of `changes.delta_terms`). `staged` maps occurrence index -> cached change set.
     `broadcast` hints each term to broadcast its change rows: an unstaged change feed has no
     size estimate, so Spark would otherwise shuffle the other sources to join it.
-    `flips`: see `outer_terms.flip_keys`. Returns None when no source moved.
+    `flips`, `stage`: see `changes.delta_terms`. Returns None when no source moved.
     """
     terms = []
-    for changed, term in delta_terms(plan, plan.query, old, new, staged, flips=flips):
+    for changed, term in delta_terms(plan, plan.query, old, new, staged, flips=flips, stage=stage):
         term = _with_rids(term, plan)
         if broadcast:
             term = _hint_broadcast(term, changed.alias)
@@ -305,7 +306,7 @@ class JoinRules:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
         plan, name = refresh.plan, refresh.temp("delta")
         flips, detail = self.flips(refresh)
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, flips=flips)
+        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, flips=flips, stage=stager(refresh))
         assert delta is not None
         refresh.run(cache_as(name, delta))
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key)))[0]

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Refresh
+from dbt_ivm.classes import Refresh, Stage
 from dbt_ivm.classes.changes import changes_relation, snapshot_relation, term_version, union_all
 from dbt_ivm.ir import (
     DELTA_COLUMN,
@@ -225,8 +225,9 @@ class _Term:
         rids: bool,
         signed: bool,
         flip: bool = False,
+        stage: Stage | None = None,
     ):
-        self.plan, self.changed, self.rids, self.flip = plan, changed, rids, flip
+        self.plan, self.changed, self.rids, self.flip, self.stage = plan, changed, rids, flip, stage
         key = changed.table.key
         self.versions = {
             s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
@@ -277,16 +278,18 @@ class _Term:
         )
         full = node.kind is JoinKind.FULL
         kind = "left" if full or arrives_on_left else "inner"  # a change to a preserved side keeps its rows
+        compensates = full or not arrives_on_left
+        change = self._once(self.delta(changed)) if compensates and not isinstance(changed, Leaf) else None
         flows = (
             exp.select(*_columns(plan, node, True))
-            .from_(_sub(self.delta(changed), "c"))
+            .from_(change.copy() if change is not None else _sub(self.delta(changed), "c"))
             .join(_sub(self.state(other, self.versions), "p"), on=node.on.copy(), join_type=kind)
         )
-        if arrives_on_left and not full:
+        if not compensates:
             return flows  # the other side is null-supplied: no padded row of it depends on the change
         if self.flip and changed == Leaf(self.changed.index):
             return self._flipped(node, flows, other)
-        terms = union_all([flows, *self._compensation(node, changed, other)])
+        terms = union_all([flows, *self._compensation(node, changed, other, change)])
         return exp.select(*_columns(plan, node, True)).from_(terms.subquery(ident(f"{HIDDEN_PREFIX}u")))
 
     def _flipped(self, node: OuterJoin, flows: exp.Select, other: JoinNode) -> exp.Select:
@@ -313,14 +316,28 @@ class _Term:
         select.set("laterals", [lateral])
         return select.where(exp.or_(exp.column(flow), matched))
 
-    def _compensation(self, node: OuterJoin, changed: JoinNode, other: JoinNode) -> list[exp.Select]:
+    def _once(self, change: exp.Select) -> exp.Expr:
+        """A change read twice (by the matched rows and by the compensation), as a relation `c`:
+        cached when the refresh can (`stage`), so each level is computed once and a statement
+        stays linear in the nesting, not doubling with every compensating join."""
+        if self.stage is None:
+            return _sub(change, "c")
+        return exp.Table(this=ident(self.stage(change)), alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}c")))
+
+    def _compensation(
+        self, node: OuterJoin, changed: JoinNode, other: JoinNode, change: exp.Expr | None = None
+    ) -> list[exp.Select]:
         """The padded rows of the `other` (preserved) rows a change row matches: + with no match
         after the change, - with no match before it."""
         plan = self.plan
         matched = (
             exp.select(*_columns(plan, other, False))
             .from_(_sub(self.state(other, self.versions), "p"))
-            .join(_sub(self.delta(changed), "c"), on=node.on.copy(), join_type="left semi")
+            .join(
+                change.copy() if change is not None else _sub(self.delta(changed), "c"),
+                on=node.on.copy(),
+                join_type="left semi",
+            )
         )
         padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
         sides = []
@@ -344,16 +361,18 @@ def outer_delta_terms(
     rids: bool = True,
     signed: bool = False,
     flips: frozenset[int] = frozenset(),
+    stage: Stage | None = None,
 ) -> Iterator[tuple[Source, exp.Select]]:
     """`changes.delta_terms` for a join tree with outer joins: each term is `query`'s projections
     and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`.
-    `flips`: occurrences whose change takes the unique-key flip (see `flip_keys`)."""
+    `flips`: occurrences whose change takes the unique-key flip (see `flip_keys`); `stage`
+    caches a query and names the cached table (see `_Term._once`)."""
     for changed in plan.sources:
         key = changed.table.key
         if new[key] == old[key]:
             continue
         staged_rows = (staged or {}).get(changed.index)
-        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips)
+        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips, stage)
         select = query.copy()
         select.set("joins", None)
         select = select.from_(_sub(term.delta(plan.tree), "v"), copy=False)

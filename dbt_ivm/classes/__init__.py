@@ -8,6 +8,7 @@ names a class. A new class is one more module and one more line in `_rules`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,8 +45,10 @@ def stager(refresh: Refresh) -> Stage:
     """Caches a query for this refresh (released after its commit) and names the cached table."""
     from dbt_ivm.render import cache_as
 
+    levels = itertools.count(1)
+
     def stage(select: exp.Select) -> str:
-        name = refresh.temp("level")
+        name = refresh.temp(f"level{next(levels)}")  # temp names are unique per role
         refresh.run(cache_as(name, select))
         return name
 

@@ -304,10 +304,11 @@ class JoinRules:
 
     def apply(self, refresh: Refresh) -> Write:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
-        plan, name = refresh.plan, refresh.temp("delta")
+        plan = refresh.plan
         flips, detail = self.flips(refresh)
         delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, flips=flips, stage=stager(refresh))
         assert delta is not None
+        name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
         refresh.run(cache_as(name, delta))
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key)))[0]
         n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)

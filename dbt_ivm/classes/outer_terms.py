@@ -18,7 +18,12 @@ changed, from C to C' = C + dC; `on` the node's condition, any deterministic pre
   NULL-extended rows of the P rows a change row matches, X = P LEFT SEMI JOIN dC, are
   compensated: + those of X with no match in C', - those of X with no match in C. A padded row
   appears when a P row's last match goes and disappears when its first match comes, at every
-  level of nesting, for duplicates as for unique keys.
+  level of nesting, for duplicates as for unique keys. Where the change arrives on one source
+  whose ON columns are unique for the change before and after it (checked each refresh,
+  `decide_flips`), the compensation is the matched rows again, padded, with the opposite sign:
+  Oracle's unique-key flip, which reads neither C nor X.
+
+A join's change that a compensation reads twice is cached once per refresh (`_Term._once`).
 
 Every rule holds for any ON predicate, NULL-tolerant or not, because each is SQL's own
 definition of the join (matched rows, plus padded rows of the unmatched) applied to the slice

@@ -136,7 +136,7 @@ def test_harness_catches_identities_matched_not_null_safe(spark, spark_db, monke
         ]
         return exp.and_(*rids, *outs)
 
-    monkeypatch.setattr(joins, "_key_match", not_null_safe)
+    monkeypatch.setattr(joins, "key_match", not_null_safe)
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
 
 

@@ -115,7 +115,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
     return select
 
 
-def _key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
+def key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
     """Identity tuple and view columns, NULL-safe: the hashes find the row, the columns make it exact.
 
     A source an outer join can pad has a NULL identity on its padded rows: matched NULL-safe.
@@ -267,7 +267,7 @@ def merge_statement(
     ]
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident(t)))
-    on = _key_match(plan, t, s)
+    on = key_match(plan, t, s)
     if identities is not None:
         on = exp.and_(on, identity_filter(plan, identities, t))
     return exp.Merge(
@@ -329,7 +329,7 @@ class JoinRules:
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
         """Each changed occurrence's change-row identities, or None when too many to write out."""
-        return _read_identities(refresh, changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1))
+        return read_identities(refresh, changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1))
 
     def all_new(self, refresh: Refresh, delta: str) -> bool:
         """No stored row mentions a changed source row: the change set only appends.
@@ -363,7 +363,7 @@ class JoinRules:
         return lines
 
 
-def _read_identities(refresh: Refresh, query: exp.Select) -> dict[int, list[int]] | None:
+def read_identities(refresh: Refresh, query: exp.Select) -> dict[int, list[int]] | None:
     """{occurrence: identities} from `query`'s (i, identity) rows, or None past the filter's limit."""
     rows = refresh.query(sql(query))
     if len(rows) > MAX_FILTER_IDENTITIES:

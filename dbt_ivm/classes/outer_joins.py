@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt_ivm.classes import Refresh
-from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES, JoinRules, _key_match, _read_identities
+from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES, JoinRules, key_match, read_identities
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips
 from dbt_ivm.ir import HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
 from dbt_ivm.render import col, ident, lit, sql, temp_table
@@ -41,7 +41,7 @@ def stored_matches(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident("t")))
     found = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(target)
-    return found.join(temp_table(delta).as_("s"), on=_key_match(plan, "t", "s"), join_type="left semi")
+    return found.join(temp_table(delta).as_("s"), on=key_match(plan, "t", "s"), join_type="left semi")
 
 
 class OuterJoinRules(JoinRules):
@@ -51,7 +51,7 @@ class OuterJoinRules(JoinRules):
         return decide_flips(refresh)
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
-        return _read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))
+        return read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))
 
     def all_new(self, refresh: Refresh, delta: str) -> bool:
         rows = refresh.query(sql(stored_matches(refresh.plan, refresh.backing, delta)))

@@ -164,8 +164,9 @@ def delta_terms(
     last consumed, and dRi the netted change feed between them. Term i is `query` (over the
     plan's sources) reading the sources before i new and those after i old (time travel); a
     source whose version did not move has dRi = 0 (no term) and Rj = Rj' (read once, at the
-    pinned version). Self-joins are just two occurrences, each its own Ri. `signed` splits it into rows of +1
-    and -1 (see `signed_rows`). `staged` maps occurrence index -> cached change set;
+    pinned version). Self-joins are just two occurrences, each its own Ri. `signed` gives the
+    change rows one row per copy, `__ivm_d` +1 or -1 (see `signed_rows`). `staged` maps
+    occurrence index -> cached change set;
     `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
     A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
     that take the unique-key flip; `stage`: caches a level's change read twice).

@@ -59,6 +59,13 @@ def spark_db(spark):
 
 
 @pytest.fixture(scope="class")
+def project_config_update() -> dict:
+    """fast_mv models refresh incrementally: `auto` would rebuild views this small (see dbt_ivm.policy).
+    A test class that needs other project settings overrides this fixture."""
+    return {"models": {"+refresh_policy": "incremental"}}
+
+
+@pytest.fixture(scope="class")
 def dbt_profile_target(spark, spark_home: str) -> dict:
     """dbt-tests-adapter's profile: `type: ivm_spark` over the shared session."""
     from dbt_ivm.session import spark_conf

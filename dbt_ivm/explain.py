@@ -16,6 +16,7 @@ from dbt_ivm.ir import (
     OuterJoin,
     ViewPlan,
 )
+from dbt_ivm.policy import COSTS
 
 
 def _tree_lines(plan: ViewPlan, node: JoinNode, depth: int = 1) -> list[str]:
@@ -77,5 +78,7 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     lines += [f"  {h.name}: {h.role.value}" + (f" of {h.of}" if h.of else "") for h in plan.hidden]
     lines.append("refresh steps:")
     lines += refresh_steps(plan)
+    lines.append("refresh_policy auto rebuilds when the estimated rebuild is cheaper:")
+    lines += COSTS.describe()
     lines.append(f"normalized SQL: {plan.normalized_sql}")
     return "\n".join(lines)

@@ -55,3 +55,54 @@ def appended_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) ->
         elif str(row.get("operation") or "").upper() not in NO_DATA_OPERATIONS:
             return None
     return total
+
+
+# Per operation, the metrics that count its change rows (an updated row is a pre and a post image).
+_CHANGE_METRICS: Mapping[str, tuple[tuple[str, int], ...]] = {
+    "DELETE": (("numDeletedRows", 1),),
+    "UPDATE": (("numUpdatedRows", 2),),
+    "MERGE": (
+        ("numTargetRowsInserted", 1),
+        ("numTargetRowsUpdated", 2),
+        ("numTargetRowsDeleted", 1),
+    ),
+}
+
+
+def changed_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> int | None:
+    """Change-feed rows of versions start..end as the commits' metrics count them; None if unknown.
+
+    An estimate for `refresh_policy: auto`, never for correctness: appends count their output
+    rows, deletes, updates and merges the rows they removed and rewrote. A commit missing from
+    `history`, or one whose metrics do not say (a whole-table delete that dropped files, an
+    overwrite), leaves the size unknown.
+    """
+    commits = {int(r["version"]): r for r in history if start <= int(r["version"]) <= end}
+    if len(commits) != end - start + 1:
+        return None
+    total = 0
+    for row in commits.values():
+        operation = str(row.get("operation") or "").upper()
+        if operation in NO_DATA_OPERATIONS:
+            continue
+        if _is_true(row.get("isBlindAppend")) or (operation == "WRITE" and _mode(row) == "append"):
+            parts: tuple[tuple[str, int], ...] = (("numOutputRows", 1),)
+        else:
+            parts = _CHANGE_METRICS.get(operation, ())
+        if not parts:
+            return None
+        for name, weight in parts:
+            value = metric(row, name)
+            if value is None:
+                return None
+            total += weight * value
+    return total
+
+
+def _mode(row: Mapping[str, Any]) -> str:
+    """A WRITE's save mode (append, overwrite), from its parameters: a map, or text over thrift."""
+    params = row.get("operationParameters")
+    if isinstance(params, Mapping):
+        return str(params.get("mode") or "").lower()
+    found = re.search(r'"?mode"?\s*(?:->|:|=)\s*"?(\w+)', str(params or ""))
+    return found.group(1).lower() if found else ""

@@ -30,7 +30,7 @@ from dbt_ivm import render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.classes import Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
-from dbt_ivm.history import appended_rows, metric
+from dbt_ivm.history import appended_rows, changed_rows, metric
 from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -45,6 +45,7 @@ from dbt_ivm.metadata import (
     Watermark,
     latest_watermark,
 )
+from dbt_ivm.policy import Choice, Inputs, RefreshPolicy, choose, parse_policy
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
@@ -286,20 +287,37 @@ def read_watermark(db: Database, backing: TableName) -> Watermark | None:
     return read_history(db, backing)[0]
 
 
-def source_appends(
+def covering_history(
     db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
-) -> int | None:
-    """Rows appended to `table` in versions start..end if it only appended there (see `history`).
+) -> list[dict[str, Any]] | None:
+    """Commits start..end of `table` (with some newer ones); None when more than MAX_APPEND_COMMITS.
 
     `pinned_history` (read when the version was pinned) usually holds those commits already.
     """
     if end - start + 1 > MAX_APPEND_COMMITS:
         return None
-    rows = pinned_history
-    if start < min((int(r["version"]) for r in rows), default=start + 1):
+    if start < min((int(r["version"]) for r in pinned_history), default=start + 1):
         # Newest first; room for a few commits that landed after the version was pinned.
-        rows = db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {end - start + 11}")
-    return appended_rows(rows, start, end)
+        return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {end - start + 11}")
+    return pinned_history
+
+
+def source_appends(
+    db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
+) -> int | None:
+    """Rows appended to `table` in versions start..end if it only appended there (see `history`)."""
+    rows = covering_history(db, table, start, end, pinned_history)
+    return None if rows is None else appended_rows(rows, start, end)
+
+
+def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
+    """`count(*)` of each table in one query (Delta answers it from its log, reading no data file)."""
+    counts = [
+        exp.select(exp.Count(this=exp.Star())).from_(table).subquery().as_(render.ident(f"n{i}"))
+        for i, table in enumerate(tables.values())
+    ]
+    row = db.query(render.sql(exp.select(*counts)))[0]
+    return {key: int(row[f"n{i}"] or 0) for i, key in enumerate(tables)}
 
 
 @contextmanager
@@ -343,8 +361,10 @@ class Maintainer:
         log: Callable[[str], None] = lambda _: None,
         unique_key: str | Sequence[str] | None = None,
         functions: Sequence[str] = (),
+        refresh_policy: str | None = None,
     ):
         self.db = db
+        self.policy = parse_policy(refresh_policy)
         self.view = view
         self.backing = backing_table(view)
         self.sql = sql
@@ -391,18 +411,36 @@ class Maintainer:
         mark, self.read_version = read_history(self.db, self.backing)
         if full_refresh:
             return self.build(plan, pinned, "full refresh", mark)
-        if not table_exists(self.db, self.view):
-            return self.build(plan, pinned, "first build", mark)
-        if mark is None:
-            return self.build(plan, pinned, "no watermark in the stored view")
-        if props.get(PROP_FORMAT) != str(FORMAT_VERSION):
-            return self.build(plan, pinned, "the stored view has an older format", mark)
-        if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
-            return self.build(plan, pinned, "the model or its sources' columns changed", mark)
-        changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
-        if changed:
-            return self.build(plan, pinned, f"the session's settings differ from the build's: {changed}", mark)
+        reason = self._rebuild_reason(plan, props, mark)
+        if reason:
+            return self.rebuild(plan, pinned, reason, mark)
+        if self.policy is RefreshPolicy.FULL:
+            return self.build(plan, pinned, "refresh_policy 'full'", mark)
+        assert mark is not None
         return self.refresh(plan, mark, pinned)
+
+    def _rebuild_reason(self, plan: ViewPlan, props: Mapping[str, str], mark: Watermark | None) -> str:
+        """Why the stored view cannot be refreshed, or ''."""
+        if not table_exists(self.db, self.view):
+            return "the view over the stored rows is missing"
+        if mark is None:
+            return "no watermark in the stored view"
+        if props.get(PROP_FORMAT) != str(FORMAT_VERSION):
+            return "the stored view has an older format"
+        if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
+            return "the model or its sources' columns changed"
+        changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
+        return f"the session's settings differ from the build's: {changed}" if changed else ""
+
+    def rebuild(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str, mark: Watermark | None) -> Outcome:
+        """A rebuild the run decided on (not asked for): refused under refresh_policy 'incremental'."""
+        if self.policy is RefreshPolicy.INCREMENTAL:
+            raise StateError(
+                f"fast_mv {self.view} cannot be refreshed incrementally: {reason}; refresh_policy 'incremental' "
+                "never rebuilds on its own: run dbt with --full-refresh for this model, or set refresh_policy "
+                "to 'auto'"
+            )
+        return self.build(plan, pinned, reason, mark)
 
     # -- build -----------------------------------------------------------------------
 
@@ -447,7 +485,7 @@ class Maintainer:
         old = dict(mark.sources)
         for key, version in pinned.items():
             if key not in old:
-                return self.build(plan, pinned, f"no watermark for source {key}")
+                return self.rebuild(plan, pinned, f"no watermark for source {key}", mark)
             if mark.created.get(key) not in (None, "", self.created[key]):
                 raise StateError(
                     f"source {key} was dropped and created again since fast_mv {self.view} last consumed it "
@@ -465,6 +503,11 @@ class Maintainer:
         if not moved:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
+        if self.policy is RefreshPolicy.AUTO:
+            choice = self._auto(plan, moved)
+            self.log(f"fast_mv {self.view}: refresh_policy auto: {choice.reason}")
+            if choice.rebuild:
+                return self.build(plan, pinned, f"refresh_policy auto chose a rebuild for {ranges}", mark)
         new_mark = Watermark(dict(pinned), plan.definition_hash, self.created, mark.token + 1, self.run_id)
         appended = self._appended(plan, moved)
         if appended is not None:
@@ -529,6 +572,39 @@ class Maintainer:
             dict(pinned),
             tuple(self.statements),
         )
+
+    def estimate(self) -> Choice | None:
+        """What refresh_policy auto would choose if the view were refreshed now; None when no source
+        moved or the view was never built. Writes nothing."""
+        plan, pinned, self.created = self.inspect()
+        mark = read_watermark(self.db, self.backing) if table_exists(self.db, self.backing) else None
+        if mark is None:
+            return None
+        moved = {k: (mark.sources[k], v) for k, v in pinned.items() if v > mark.sources.get(k, v)}
+        return self._auto(plan, moved) if moved else None
+
+    def _auto(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> Choice:
+        """`refresh_policy` auto's choice, from metadata: the commits' metrics and Delta's row counts."""
+        histories = {
+            key: covering_history(self.db, table, moved[key][0] + 1, moved[key][1], self.histories[key])
+            for key, table in ((t.key, t) for t in plan.tables if t.key in moved)
+        }
+        changes = {
+            key: None if rows is None else changed_rows(rows, a + 1, b)
+            for key, rows in histories.items()
+            for a, b in [moved[key]]
+        }
+        appends = self.rules.MONOTONE and all(
+            rows is not None and appended_rows(rows, a + 1, b) is not None
+            for key, rows in histories.items()
+            for a, b in [moved[key]]
+        )
+        tables = {t.key: t.to_table() for t in plan.tables}
+        tables[self.backing.key] = self.backing.to_table()
+        counts = row_counts(self.db, tables)
+        rows = [counts[s.table.key] for s in plan.sources]
+        joined = {key: sum(sum(rows) - rows[s.index] for s in plan.sources if s.table.key == key) for key in moved}
+        return choose(Inputs(changes, joined, appends, sum(rows), counts[self.backing.key]))
 
     def _repair_repeated_rows(self, plan: ViewPlan, pinned: Mapping[str, int], mark: Watermark) -> None:
         """A change row matched several stored rows: the declared key was broken by rows appended
@@ -694,8 +770,9 @@ def materialize(
     log: Callable[[str], None] = lambda _: None,
     unique_key: str | Sequence[str] | None = None,
     functions: Sequence[str] = (),
+    refresh_policy: str | None = None,
 ) -> Outcome:
-    return Maintainer(db, view, sql, log, unique_key, functions).materialize(full_refresh)
+    return Maintainer(db, view, sql, log, unique_key, functions, refresh_policy).materialize(full_refresh)
 
 
 @dataclass(frozen=True)

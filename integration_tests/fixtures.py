@@ -204,10 +204,11 @@ KEYED_ITEMS_ROWS = "(1, 'apple', 1.5), (2, 'pear', 0.5), (3, NULL, 3.0)"
 BAD_UNIQUE_KEY = "{{{{ config(unique_key='item_key') }}}}\nselect item_id, name from {items}"
 
 
-def model(template: str) -> str:
-    """The model file: sources through dbt's source()."""
+def model(template: str, config: str = "") -> str:
+    """The model file: sources through dbt's source(); `config`: more of the model's config()."""
     names = ["orders", "customers", "regions", "items", "parquet_items", "plain_items"]
-    return "{{ config(materialized='fast_mv') }}\n" + template.format(
+    extra = f", {config}" if config else ""
+    return f"{{{{ config(materialized='fast_mv'{extra}) }}}}\n" + template.format(
         **{n: f"{{{{ source('{SOURCE_NAME}', '{n}') }}}}" for n in names}
     )
 

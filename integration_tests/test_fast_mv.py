@@ -322,6 +322,11 @@ class TestFastMvSingleModel:
         run_dbt(["run"])
         try:
             write_file(model(ITEM_MV_CHANGED), path, "item_mv.sql")
+            # the tests' project sets refresh_policy 'incremental': the changed model fails, saying why
+            _, log = run_dbt_and_capture(["run"], expect_pass=False)
+            assert "the model or its sources' columns changed; refresh_policy 'incremental'" in log, log
+            # under the default policy (auto) the run rebuilds it
+            write_file(model(ITEM_MV_CHANGED, "refresh_policy='auto'"), path, "item_mv.sql")
             msgs = messages(run_dbt(["run"]))
             assert msgs["item_mv"].startswith("built"), msgs
             assert spark.table(f"{schema}.item_mv").columns == ["item_id", "name_upper", "price_x10"]
@@ -329,11 +334,28 @@ class TestFastMvSingleModel:
             assert_tests_pass(1)
 
             # the rebuilt view refreshes from the version it was rebuilt at
+            write_file(model(ITEM_MV_CHANGED), path, "item_mv.sql")
             at = version(spark, schema, "items")
             spark.sql(f"INSERT INTO {schema}.items VALUES (5, 'kiwi', 0.5), (6, NULL, NULL)")
             msgs = messages(run_dbt(["run"]))
             assert REFRESHED.match(msgs["item_mv"]) and f"{schema}.items v{at}..v{at + 1}" in msgs["item_mv"], msgs
             assert_view_matches_model(spark, schema, "item_mv", ITEM_MV_CHANGED)
+        finally:
+            write_file(model(ITEM_MV), path, "item_mv.sql")
+
+    def test_refresh_policy_full_rebuilds_and_a_bad_policy_is_named(self, project, spark):
+        schema = project.test_schema
+        path = os.path.join(project.project_root, "models")
+        run_dbt(["run", "--full-refresh"])  # the test before left the view built from another model
+        try:
+            write_file(model(ITEM_MV, "refresh_policy='full'"), path, "item_mv.sql")
+            spark.sql(f"INSERT INTO {schema}.items VALUES (9, 'plum', 4.0)")
+            msgs = messages(run_dbt(["run"]))
+            assert msgs["item_mv"].startswith("built"), msgs
+            assert_view_matches_model(spark, schema, "item_mv", ITEM_MV)
+            write_file(model(ITEM_MV, "refresh_policy='sometimes'"), path, "item_mv.sql")
+            _, log = run_dbt_and_capture(["run"], expect_pass=False)
+            assert "refresh_policy must be one of 'auto', 'incremental', 'full', not 'sometimes'" in log, log
         finally:
             write_file(model(ITEM_MV), path, "item_mv.sql")
 

@@ -7,7 +7,8 @@
 
   {#-- validate, then build or refresh: one commit on the view's storage --#}
   {%- set result = adapter.fast_mv_materialize(this, sql, should_full_refresh(), config.get('unique_key'),
-                                              config.get('deterministic_functions')) -%}
+                                              config.get('deterministic_functions'),
+                                              config.get('refresh_policy')) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}
 

@@ -150,7 +150,7 @@ def aggregate_bench(spark: Any, db: TimedDatabase, n: int, groups: list[int], fr
             view = TableName(DB, "agg_" + label.replace(" ", "_").replace(",", ""))
 
             def m(sql: str = sql, view: TableName = view) -> Maintainer:
-                return Maintainer(db, view, sql)
+                return Maintainer(db, view, sql, refresh_policy="incremental")
 
             timed(db, f"[{g} groups, {label}] first build", lambda: m().materialize(full_refresh=True))
             for seed, inserts_only in ((1, True), (2, False)):
@@ -210,7 +210,7 @@ def outer_bench(spark: Any, db: TimedDatabase, n: int, fraction: float, check: b
     setup_outer(spark, n)
     print(f"setup: {n} orders, {n // 10} returns in {time.time() - t:.1f} s")
     view = TableName(DB, "order_returns")
-    m = lambda: Maintainer(db, view, OUTER_VIEW)  # noqa: E731
+    m = lambda: Maintainer(db, view, OUTER_VIEW, refresh_policy="incremental")  # noqa: E731
     timed(db, "first build", lambda: m().materialize(full_refresh=True))
     rows = []
     for seed, (side, change) in enumerate(
@@ -247,7 +247,7 @@ def main() -> None:
         outer_bench(spark, db, args.fact, args.fraction, not args.no_check)
         return
     view = TableName(DB, "order_facts")
-    m = lambda: Maintainer(db, view, VIEW_SQL)  # noqa: E731
+    m = lambda: Maintainer(db, view, VIEW_SQL, refresh_policy="incremental")  # noqa: E731
 
     t = time.time()
     setup(spark, args.fact)
@@ -262,7 +262,7 @@ def main() -> None:
     results["fact inserts"] = timed(db, f"refresh fact +{k} only ", lambda: m().materialize())
     # the same, with the model's key declared: the sources only appended, so the append path
     k = change_fact(spark, args.fact, args.fraction, seed=3, inserts_only=True)
-    keyed = Maintainer(db, view, VIEW_SQL, unique_key="order_id")
+    keyed = Maintainer(db, view, VIEW_SQL, unique_key="order_id", refresh_policy="incremental")
     results["fact inserts, unique_key"] = timed(db, f"refresh fact +{k} only, unique_key", keyed.materialize)
     assert keyed.statements and not any(s.startswith(("CACHE", "MERGE")) for s in keyed.statements)
     change_customers(spark, args.fraction)

@@ -23,8 +23,9 @@ def sources(spark):
         yield
 
 
-def mv(db, name="v", sql=JOIN, unique_key=None, log=lambda _: None):
-    return Maintainer(db, TableName(DB, name), sql, log=log, unique_key=unique_key)
+def mv(db, name="v", sql=JOIN, unique_key=None, log=lambda _: None, policy="incremental"):
+    """`incremental`: these views are small enough that `auto` would rebuild them (see dbt_ivm.policy)."""
+    return Maintainer(db, TableName(DB, name), sql, log=log, unique_key=unique_key, refresh_policy=policy)
 
 
 def last_commit(spark, name="v"):
@@ -269,10 +270,38 @@ def test_bad_sources_and_models_write_nothing(spark, spark_db, sources):
         assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
 
 
-def test_changed_definition_rebuilds(spark, spark_db, sources):
+def test_changed_definition_rebuilds_unless_the_policy_is_incremental(spark, spark_db, sources):
     mv(spark_db).materialize()
-    out = mv(spark_db, sql=JOIN + " where o.amt > 10").materialize()
+    changed = JOIN + " where o.amt > 10"
+    with pytest.raises(StateError, match=r"the model or its sources' columns changed; refresh_policy 'incremental'"):
+        mv(spark_db, sql=changed).materialize()
+    assert_consistent(spark, spark_db)  # nothing written: still the old definition's view
+    out = mv(spark_db, sql=changed, policy="auto").materialize()
     assert out.action == "built"
+    assert_consistent(spark, spark_db)
+
+
+def test_refresh_policy_auto_chooses_by_the_estimate_and_full_always_rebuilds(spark, spark_db, sources, monkeypatch):
+    import dataclasses
+
+    from dbt_ivm import policy
+
+    mv(spark_db).materialize()
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 100 = 7")
+    logs: list[str] = []
+    out = mv(spark_db, policy="auto", log=logs.append).materialize()  # 2,000 rows: the MERGE's fixed cost
+    assert out.action == "built", out.message
+    assert any("refresh_policy auto: rebuild, estimated cheaper (40 change rows, 2050 source rows" in x for x in logs)
+    assert_consistent(spark, spark_db)
+    monkeypatch.setattr(policy, "COSTS", dataclasses.replace(policy.COSTS, rebuild_fixed=1000.0))
+    spark.sql(f"delete from {DB}.o where id % 100 = 8")
+    logs.clear()
+    out = mv(spark_db, policy="auto", log=logs.append).materialize()
+    assert out.action == "refreshed" and out.path == "merge", out.message
+    assert any("refresh_policy auto: incremental (20 change rows" in x for x in logs), logs
+    spark.sql(f"insert into {DB}.o values (5000, 1, 2.0)")
+    assert mv(spark_db, policy="full").materialize().action == "built"
+    assert mv(spark_db, policy="auto").materialize().action == "no changes"  # the rebuild kept the watermark
     assert_consistent(spark, spark_db)
 
 
@@ -305,7 +334,7 @@ def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark
     mv(spark_db, "l", sql).materialize(full_refresh=True)
     assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() > 0
     monkeypatch.undo()
-    assert mv(spark_db, "l", sql).materialize().action == "built"  # the stored definition differs: rebuilt
+    assert mv(spark_db, "l", sql, policy="auto").materialize().action == "built"  # the stored definition differs
     assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() == 0
 
 

@@ -820,7 +820,7 @@ def apply_changes(spark: Any, table: str) -> None:
 
 
 def materialize(spark_db: Any, name: str, sql: str) -> str:
-    return Maintainer(spark_db, TableName(DB, name), sql).materialize().action
+    return Maintainer(spark_db, TableName(DB, name), sql, refresh_policy="incremental").materialize().action
 
 
 def compare(spark: Any, name: str, group: Group, sql: str, phase: str, findings: Findings) -> None:

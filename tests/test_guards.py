@@ -27,7 +27,7 @@ def sources(spark):
 
 
 def mv(db, sql: str = JOIN, unique_key=None, hook: Callable[[], None] | None = None) -> Maintainer:
-    m = Maintainer(db, TableName(DB, "v"), sql, unique_key=unique_key)
+    m = Maintainer(db, TableName(DB, "v"), sql, unique_key=unique_key, refresh_policy="incremental")
     if hook is not None:
 
         def once() -> None:
@@ -216,7 +216,7 @@ def test_a_session_in_another_time_zone_rebuilds(spark, spark_db, sources):
         spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
         spark.sql(f"insert into {DB}.t values (3, timestamp'2024-05-18 23:30:00')")
         logs: list[str] = []
-        m = Maintainer(spark_db, TableName(DB, "v"), sql, log=logs.append)
+        m = Maintainer(spark_db, TableName(DB, "v"), sql, log=logs.append)  # auto: rebuilds
         assert m.materialize().action == "built"
         assert any("spark.sql.session.timeZone 'UTC' → 'Asia/Tokyo'" in line for line in logs), logs
         assert differences(spark, spark_db) == 0  # the model's SQL, in Tokyo

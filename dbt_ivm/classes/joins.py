@@ -10,7 +10,11 @@ straight from the change feeds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
 
 from sqlglot import exp
 
@@ -93,8 +97,9 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
-def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
-    """Size of the change set; with a unique key, also its distinct keys and largest delta.
+def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Sequence[str] = ()) -> exp.Select:
+    """Size of the change set; with a unique key, also its distinct keys and largest delta; for
+    each of `columns`, its smallest and largest value and whether it holds a NULL (`value_ranges`).
 
     An append under a declared unique key is only trusted when the change set itself keeps the
     key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
@@ -112,7 +117,67 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = ()) -> exp.Select:
     if unique_key:
         key = exp.Struct(expressions=[col(c) for c in unique_key])
         select = select.select(exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"))
+    for i, c in enumerate(columns):
+        missing = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=col(c)))
+        nulls = exp.GT(this=missing, expression=lit(0))
+        select = select.select(
+            exp.Min(this=col(c)).as_(f"lo_{i}"), exp.Max(this=col(c)).as_(f"hi_{i}"), nulls.as_(f"nulls_{i}")
+        )
     return select
+
+
+# Column types whose values `_bound` writes as literals, and Delta keeps file statistics of.
+RANGED_TYPES = re.compile(r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|date|(var)?char\(\d+\))")
+
+
+def ranged_columns(plan: ViewPlan, types: Mapping[str, str]) -> list[str]:
+    """The view columns the MERGE narrows by the change set's value range (see `value_ranges`)."""
+    return [o.name for o in plan.outputs if RANGED_TYPES.fullmatch(types.get(o.name, "").lower())]
+
+
+# Text the range filter writes as a literal: nothing a string literal would have to escape.
+_PLAIN_TEXT = re.compile(r"[A-Za-z0-9 _.,:;#@!?%&*()+=/-]*")
+
+
+def _bound(value: object) -> exp.Expr | None:
+    """A literal Spark orders exactly as the value it came from; None for a type left out (doubles:
+    NaN and -0.0; timestamps: the session's time zone; text that needs escaping)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, Decimal) and value.is_finite():
+        return exp.Literal.number(str(value))
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
+    if isinstance(value, str) and _PLAIN_TEXT.fullmatch(value):
+        return exp.Literal.string(value)
+    return None
+
+
+def value_ranges(columns: Sequence[str], stats: Mapping[str, Any], table: str) -> list[exp.Expr]:
+    """Per view column, the range of the change set's values that every stored row it matches lies in.
+
+    The MERGE matches a stored row only where each view column equals a change row's (NULL-safe),
+    so the row's value lies between the change set's smallest and largest, or is NULL if the
+    change set has a NULL there: adding this to ON changes no match. Delta skips the files whose
+    statistics lie outside it, in both passes of the MERGE: changes local in a column (recent
+    orders) then read only the files that hold it.
+    """
+    ranges: list[exp.Expr] = []
+    for i, c in enumerate(columns):
+        lo, hi, nulls = stats.get(f"lo_{i}"), stats.get(f"hi_{i}"), bool(stats.get(f"nulls_{i}"))
+        target = col(c, table)
+        if lo is None and hi is None:
+            if nulls:
+                ranges.append(exp.Is(this=target, expression=exp.null()))
+            continue
+        low, high = _bound(lo), _bound(hi)
+        if low is None or high is None:
+            continue
+        between = exp.Between(this=target.copy(), low=low, high=high)
+        ranges.append(exp.paren(exp.or_(exp.Is(this=target, expression=exp.null()), between)) if nulls else between)
+    return ranges
 
 
 def key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
@@ -226,12 +291,18 @@ def append_statement(
 
 
 def merge_statement(
-    plan: ViewPlan, backing: TableName, delta: str, identities: Mapping[int, list[int]] | None = None
+    plan: ViewPlan,
+    backing: TableName,
+    delta: str,
+    identities: Mapping[int, list[int]] | None = None,
+    ranged: Sequence[str] = (),
+    stats: Mapping[str, Any] | None = None,
 ) -> exp.Merge:
     """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly.
 
     Three clauses, the guards folded into the values: every extra clause costs the MERGE a pass
-    over its rows. `identities` (see `identity_filter`) narrows the target side.
+    over its rows. `identities` (see `identity_filter`) and the change set's `stats` (see
+    `value_ranges`) narrow the target side.
     """
     t, s = "t", "s"
     new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
@@ -270,6 +341,8 @@ def merge_statement(
     on = key_match(plan, t, s)
     if identities is not None:
         on = exp.and_(on, identity_filter(plan, identities, t))
+    if stats is not None:
+        on = exp.and_(on, *value_ranges(ranged, stats, t))
     return exp.Merge(
         this=target,
         using=temp_table(delta).as_(s),
@@ -310,7 +383,8 @@ class JoinRules:
         assert delta is not None
         name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
         refresh.run(cache_as(name, delta))
-        stats = refresh.query(sql(delta_stats(name, refresh.unique_key)))[0]
+        ranged = ranged_columns(plan, refresh.describe(exp.select("*").from_(temp_table(name))))
+        stats = refresh.query(sql(delta_stats(name, refresh.unique_key, ranged)))[0]
         n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)
         inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
         if refresh.unique_key and n > 0 and min_d > 0 and (max_d > 1 or int(stats["keys"]) < n):
@@ -320,7 +394,7 @@ class JoinRules:
         if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name)):
             return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail)
         identities = self.changed_identities(refresh, name)
-        merge = merge_statement(plan, refresh.backing, name, identities)
+        merge = merge_statement(plan, refresh.backing, name, identities, ranged, stats)
         return Write("merge", merge, inserted, deleted, detail, check_repeats=True)
 
     def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:

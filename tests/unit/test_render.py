@@ -122,6 +122,32 @@ def test_unique_key_names_output_columns():
     assert "MAX(`__ivm_d`) AS max_d" in stats and "COUNT(DISTINCT STRUCT(`id`)) AS keys" in stats
 
 
+def test_the_merge_narrows_the_stored_rows_to_the_change_sets_value_ranges():
+    import datetime
+    from decimal import Decimal
+
+    plan = analyze(JOIN, SCHEMA)
+    assert joins.ranged_columns(plan, {"id": "bigint", "amt": "double", "name": "string"}) == ["id", "name"]
+    stats = render.sql(joins.delta_stats("d", (), ["id", "name"]))
+    assert "MIN(`id`) AS lo_0, MAX(`id`) AS hi_0, COUNT(*) - COUNT(`id`) > 0 AS nulls_0" in stats
+    row = {"lo_0": -3, "hi_0": 7, "nulls_0": False, "lo_1": "a b", "hi_1": "x", "nulls_1": True}
+    ranges = [render.sql(r) for r in joins.value_ranges(["id", "name"], row, "t")]
+    assert ranges == ["`t`.`id` BETWEEN -3 AND 7", "(`t`.`name` IS NULL OR `t`.`name` BETWEEN 'a b' AND 'x')"]
+    only_nulls = {"lo_0": None, "hi_0": None, "nulls_0": True}
+    assert [render.sql(r) for r in joins.value_ranges(["id"], only_nulls, "t")] == ["`t`.`id` IS NULL"]
+    # values a literal could not write exactly leave the column unfiltered
+    for lo, hi in (("it's", "z"), ("a", "back\\slash"), (0.5, 1.5), (True, True)):
+        assert joins.value_ranges(["c"], {"lo_0": lo, "hi_0": hi, "nulls_0": False}, "t") == []
+    dates = {"lo_0": datetime.date(2024, 1, 2), "hi_0": datetime.date(2024, 3, 4), "nulls_0": False}
+    assert render.sql(joins.value_ranges(["d"], dates, "t")[0]) == (
+        "`t`.`d` BETWEEN CAST('2024-01-02' AS DATE) AND CAST('2024-03-04' AS DATE)"
+    )
+    money = {"lo_0": Decimal("-1.25"), "hi_0": Decimal("7.50"), "nulls_0": False}
+    assert render.sql(joins.value_ranges(["m"], money, "t")[0]) == "`t`.`m` BETWEEN -1.25 AND 7.50"
+    merge = render.sql(joins.merge_statement(plan, TableName("db", "v__ivm"), "d", None, ["id"], row))
+    assert merge.count("BETWEEN -3 AND 7") == 1 and "BETWEEN 'a b'" not in merge
+
+
 def test_term_versions_telescope():
     assert changes.term_version(0, 1, old=3, new=4) == 4  # earlier occurrence: new state
     assert changes.term_version(2, 1, old=3, new=4) == 3  # later occurrence: old state

@@ -73,12 +73,14 @@ class IvmSparkAdapter(SparkAdapter):
         full_refresh: bool = False,
         unique_key: Any = None,
         deterministic_functions: Any = None,
+        refresh_policy: Any = None,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
         `unique_key` (the model config): output columns the user declares unique; appends then
         skip the probe of the stored rows. `deterministic_functions` (the model config): functions
-        that are not Spark built-ins (UDFs) the user declares deterministic.
+        that are not Spark built-ins (UDFs) the user declares deterministic. `refresh_policy`
+        (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
         """
         functions = (
             [deterministic_functions]
@@ -94,6 +96,7 @@ class IvmSparkAdapter(SparkAdapter):
                 log=logger.info,
                 unique_key=unique_key,
                 functions=functions,
+                refresh_policy=refresh_policy,
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -1,0 +1,361 @@
+"""The benchmark users read: refresh vs rebuild on TPC-H-like Delta sources, one Spark session.
+
+    .venv/bin/python -m benchmarks.run                       # N = 1M and 10M lineitem rows (hours)
+    .venv/bin/python -m benchmarks.run --quick               # tiny data, seconds: the test suite runs it
+
+Sources (change data feed on, fixed seed): `lineitem` (N rows, the fact), `orders` (N/4) and
+`customer` (N/40). Views, one per class: a 3-way inner join, a filter over one source, an
+aggregate by group over a join, a global aggregate, and a LEFT JOIN of orders with lineitem.
+Change batches: a fraction of the fact, insert-only, mixed and scattered over the whole fact,
+and mixed and local to its newest 1 % (a third each inserted, updated, deleted). Each refresh
+is checked against the recompute and compared, in the same run, with a rebuild of the same
+view (`--full-refresh`) and a `table` model of the same SQL (CREATE OR REPLACE TABLE ... AS);
+insert-only changes of the join also with a dbt-spark `incremental` model (`merge` strategy on
+the fact's key, as users write it today). Each timing is the median of `--repeats` runs.
+
+Writes `benchmarks/results/<run>.csv` (one row per case and measurement) and, with matplotlib
+installed, `benchmarks/results/<run>.png`; `benchmarks/RESULTS.md` is written from a full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Maintainer, consistency_sql
+from dbt_ivm.session import SparkDatabase, get_spark
+
+DB = "ivm_benchmark"
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+CDF = "USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+
+VIEWS: dict[str, str] = {
+    "join": (
+        "select l.l_orderkey, l.l_linenumber, l.l_quantity, l.l_extendedprice, o.o_orderstatus, c.c_name "
+        f"from {DB}.lineitem l join {DB}.orders o on l.l_orderkey = o.o_orderkey "
+        f"join {DB}.customer c on o.o_custkey = c.c_custkey"
+    ),
+    "filter": (
+        "select l_orderkey, l_linenumber, l_extendedprice * (1 - l_discount) as revenue "
+        f"from {DB}.lineitem where l_discount > 0.05"
+    ),
+    "aggregate": (
+        "select c.c_mktsegment, o.o_orderstatus, count(*) as n, sum(l.l_extendedprice) as revenue, "
+        f"max(l.l_quantity) as top from {DB}.lineitem l join {DB}.orders o on l.l_orderkey = o.o_orderkey "
+        f"join {DB}.customer c on o.o_custkey = c.c_custkey group by c.c_mktsegment, o.o_orderstatus"
+    ),
+    "global": f"select count(*) as n, sum(l_extendedprice) as revenue, max(l_quantity) as top from {DB}.lineitem",
+    "outer": (
+        "select o.o_orderkey, o.o_orderstatus, l.l_linenumber, l.l_quantity "
+        f"from {DB}.orders o left join {DB}.lineitem l on l.l_orderkey = o.o_orderkey"
+    ),
+}
+KINDS = ("insert-only", "mixed scattered", "mixed local")
+# --quick: sizes, fractions, (view, change kind) pairs, repeats; the test suite runs it
+QUICK = ([2000], [0.01], [*((view, "mixed scattered") for view in VIEWS), ("join", "insert-only")], 1)
+
+
+@dataclass
+class Case:
+    n: int
+    view: str
+    kind: str
+    fraction: float
+    changed_rows: int = 0
+    refresh_s: float = 0.0
+    rebuild_s: float = 0.0
+    table_s: float = 0.0
+    incremental_s: float | None = None  # the dbt-spark incremental model (insert-only join only)
+    path: str = ""  # the refresh's path: merge | insert | append | empty
+    auto: str = ""  # what refresh_policy auto chose for this change: incremental | rebuild
+    auto_s: float = 0.0  # auto's time: its estimate plus the path it chose
+    statements: int = 0  # statements one refresh issued
+    view_rows: int = 0
+    peak_memory_mb: float = 0.0  # the driver JVM's peak heap use during the refresh
+    runs: list[float] = field(default_factory=list)
+
+    @property
+    def speedup(self) -> float:
+        return self.rebuild_s / self.refresh_s if self.refresh_s else 0.0
+
+
+class CountingDatabase(SparkDatabase):
+    """Counts the statements a refresh issues."""
+
+    def __init__(self, spark: Any):
+        super().__init__(spark)
+        self.count = 0
+
+    def execute(self, sql: str) -> None:
+        self.count += 1
+        super().execute(sql)
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        self.count += 1
+        return super().query(sql)
+
+
+def setup(spark: Any, n: int) -> None:
+    """`lineitem` (n rows, order keys 0..n/4, 4 lines each), `orders` (n/4), `customer` (n/40): fixed values."""
+    spark.sql(f"DROP DATABASE IF EXISTS {DB} CASCADE")
+    spark.sql(f"CREATE DATABASE {DB}")
+    spark.sql(f"CREATE TABLE {DB}.customer (c_custkey BIGINT, c_name STRING, c_mktsegment STRING) {CDF}")
+    spark.sql(
+        f"CREATE TABLE {DB}.orders (o_orderkey BIGINT, o_custkey BIGINT, o_orderstatus STRING, "
+        f"o_totalprice DOUBLE) {CDF}"
+    )
+    spark.sql(
+        f"CREATE TABLE {DB}.lineitem (l_orderkey BIGINT, l_linenumber INT, l_quantity INT, "
+        f"l_extendedprice DOUBLE, l_discount DOUBLE) {CDF}"
+    )
+    customers, orders = max(1, n // 40), max(1, n // 4)
+    spark.sql(
+        f"INSERT INTO {DB}.customer SELECT id, concat('Customer#', id), "
+        f"element_at(array('AUTOMOBILE','BUILDING','FURNITURE','HOUSEHOLD','MACHINERY'), int(id % 5) + 1) "
+        f"FROM range({customers})"
+    )
+    spark.sql(
+        f"INSERT INTO {DB}.orders SELECT id, (id * 7919) % {customers}, "
+        f"element_at(array('F','O','P'), int(id % 3) + 1), (id % 9973) * 3.5 FROM range({orders})"
+    )
+    spark.sql(
+        f"INSERT INTO {DB}.lineitem SELECT id DIV 4, int(id % 4), int(id % 50) + 1, (id % 9973) * 1.5, "
+        f"(id % 11) / 100.0 FROM range({orders * 4})"
+    )
+
+
+def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
+    """A change batch of `fraction` of the fact; returns the number of changed lineitem rows.
+
+    New lines go to new orders (and their orders row, for the joins to match). Updates and
+    deletes hit every k-th line: over the whole fact (scattered) or its newest 1 % (local).
+    """
+    k = max(1, int(n * fraction / (1 if kind == "insert-only" else 3)))
+    base = n * (batch + 1)  # order keys above every existing one
+    orders = max(1, k // 4)
+    spark.sql(
+        f"INSERT INTO {DB}.orders SELECT {base} + id, (id * 31) % {max(1, n // 40)}, 'O', 1.0 FROM range({orders})"
+    )
+    spark.sql(
+        f"INSERT INTO {DB}.lineitem SELECT {base} + (id % {orders}), int(4 + id DIV {orders}), 7, 2.0, 0.07 "
+        f"FROM range({k})"
+    )
+    if kind == "insert-only":
+        return k
+    first = 0 if kind == "mixed scattered" else int(n / 4 * 0.99)  # the newest 1 % of the orders
+    span = max(1, n // 4 - first)
+    step = max(1, span // k)
+    where = f"l_orderkey >= {first} AND l_orderkey < {n // 4} AND l_orderkey % {step} = "
+    spark.sql(f"UPDATE {DB}.lineitem SET l_quantity = l_quantity + 1 WHERE {where}{batch % step} AND l_linenumber = 1")
+    spark.sql(f"DELETE FROM {DB}.lineitem WHERE {where}{(batch + 1) % step} AND l_linenumber = 2")
+    return 3 * k
+
+
+@contextmanager
+def peak_heap(spark: Any) -> Iterator[list[float]]:
+    """The driver JVM's heap high-water mark while the block runs, in MB."""
+    jvm = spark.sparkContext._jvm
+    pools = [
+        p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans() if p.getType().name() == "HEAP"
+    ]
+    for p in pools:
+        p.resetPeakUsage()
+    out: list[float] = []
+    yield out
+    out.append(sum(p.getPeakUsage().getUsed() for p in pools) / 2**20)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t = time.time()
+    result = fn()
+    return time.time() - t, result
+
+
+def table_model(spark: Any, view: str) -> float:
+    """A dbt `table` model of the same SQL: CREATE OR REPLACE TABLE ... AS."""
+    return timed(lambda: spark.sql(f"CREATE OR REPLACE TABLE {DB}.{view}_table USING DELTA AS {VIEWS[view]}"))[0]
+
+
+def incremental_model(spark: Any, batch: int, n: int) -> float:
+    """The join as a dbt-spark incremental model with the `merge` strategy on the fact's key:
+    new rows above the model's highest order key, merged on (l_orderkey, l_linenumber)."""
+    target = f"{DB}.join_incremental"
+    if not spark.catalog.tableExists(target):
+        spark.sql(f"CREATE TABLE {target} USING DELTA AS {VIEWS['join']}")
+        return 0.0
+    sql = (
+        f"MERGE INTO {target} AS t USING (SELECT * FROM ({VIEWS['join']}) "
+        f"WHERE l_orderkey > (SELECT max(l_orderkey) FROM {target})) AS s "
+        "ON t.l_orderkey = s.l_orderkey AND t.l_linenumber = s.l_linenumber "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    return timed(lambda: spark.sql(sql))[0]
+
+
+def run_case(
+    spark: Any, db: CountingDatabase, n: int, view: str, kind: str, fraction: float, repeats: int, batch: list[int]
+) -> Case:
+    case = Case(n, view, kind, fraction)
+    name = TableName(DB, view)
+    refreshes, rebuilds, tables, incrementals, autos = [], [], [], [], []
+    for _ in range(repeats):
+        batch[0] += 1
+        case.changed_rows = change(spark, n, kind, fraction, batch[0])
+        estimate_s, choice = timed(Maintainer(db, name, VIEWS[view]).estimate)
+        autos.append((estimate_s, choice is not None and choice.rebuild))
+        db.count = 0
+        with peak_heap(spark) as peak:
+            seconds, outcome = timed(Maintainer(db, name, VIEWS[view], refresh_policy="incremental").materialize)
+        refreshes.append(seconds)
+        case.peak_memory_mb = max(case.peak_memory_mb, peak[0])
+        case.statements, case.path = db.count, outcome.path or outcome.action
+        differing = spark.sql(consistency_sql(db, name)).count()
+        if differing:
+            raise AssertionError(f"{view} after {kind} {fraction}: {differing} rows differ from the recompute")
+        rebuilds.append(timed(lambda: Maintainer(db, name, VIEWS[view]).materialize(full_refresh=True))[0])
+        tables.append(table_model(spark, view))
+        if view == "join" and kind == "insert-only":
+            incrementals.append(incremental_model(spark, batch[0], n))
+    case.runs = refreshes
+    case.auto = "rebuild" if sum(rebuild for _, rebuild in autos) * 2 > len(autos) else "incremental"
+    case.auto_s = statistics.median(
+        estimate + (rebuild_s if rebuild else refresh_s)
+        for (estimate, rebuild), refresh_s, rebuild_s in zip(autos, refreshes, rebuilds, strict=True)
+    )
+    case.refresh_s = statistics.median(refreshes)
+    case.rebuild_s = statistics.median(rebuilds)
+    case.table_s = statistics.median(tables)
+    if incrementals:
+        case.incremental_s = statistics.median(incrementals)
+    case.view_rows = int(spark.sql(f"SELECT count(*) FROM {DB}.{view}").collect()[0][0])
+    return case
+
+
+def run(
+    spark: Any,
+    sizes: list[int],
+    fractions: list[float],
+    cases_of: list[tuple[str, str]],
+    repeats: int,
+    label: str,
+    log: Callable[[str], None] = print,
+    results: str = RESULTS,
+) -> tuple[list[Case], str]:
+    """Every (view, change kind) of `cases_of` at every size and fraction; each view's no-change refresh."""
+    db = CountingDatabase(spark)
+    cases: list[Case] = []
+    os.makedirs(results, exist_ok=True)
+    path = os.path.join(results, f"{label}.csv")
+    views = list(dict.fromkeys(view for view, _ in cases_of))
+    for n in sizes:
+        setup(spark, n)
+        batch = [0]
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
+        for view in views:
+            Maintainer(db, TableName(DB, view), VIEWS[view]).materialize(full_refresh=True)
+            if view == "join" and (view, "insert-only") in cases_of:
+                incremental_model(spark, 0, n)
+        for view in views:
+            for kind in (k for v, k in cases_of if v == view):
+                for fraction in fractions:
+                    case = run_case(spark, db, n, view, kind, fraction, repeats, batch)
+                    cases.append(case)
+                    log(
+                        f"N={n:>9} {view:<9} {kind:<15} {fraction:>7.2%}: refresh {case.refresh_s:6.2f} s "
+                        f"({case.path}, {case.statements} statements), rebuild {case.rebuild_s:6.2f} s, "
+                        f"table {case.table_s:6.2f} s"
+                        + (f", incremental model {case.incremental_s:6.2f} s" if case.incremental_s else "")
+                        + f": {case.speedup:5.1f}x; auto chose {case.auto} ({case.auto_s:6.2f} s)"
+                    )
+                    write_csv(cases, path)
+            # right after its cases (each ends with a rebuild): nothing changed since
+            seconds, outcome = timed(Maintainer(db, TableName(DB, view), VIEWS[view]).materialize)
+            log(f"N={n:>9} {view:<9} no change: {seconds:.2f} s ({outcome.message})")
+            cases.append(Case(n, view, "no change", 0.0, 0, seconds, path=outcome.action))
+            write_csv(cases, path)
+    return cases, path
+
+
+def write_csv(cases: list[Case], path: str) -> None:
+    with open(path, "w", newline="") as f:
+        fields = [k for k in asdict(cases[0]) if k != "runs"] + ["speedup", "runs"]
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for c in cases:
+            row = {k: v for k, v in asdict(c).items() if k != "runs"}
+            w.writerow({**row, "speedup": round(c.speedup, 2), "runs": " ".join(f"{r:.2f}" for r in c.runs)})
+
+
+def plot(cases: list[Case], path: str) -> str | None:
+    """Refresh and rebuild time vs change fraction, one panel per view class, log scales."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    views = sorted({c.view for c in cases}, key=list(VIEWS).index)
+    fig, axes = plt.subplots(1, len(views), figsize=(4 * len(views), 3.6), squeeze=False)
+    for ax, view in zip(axes[0], views, strict=True):
+        for n in sorted({c.n for c in cases}):
+            for kind in KINDS:
+                points = sorted(
+                    (c.fraction, c.refresh_s, c.rebuild_s)
+                    for c in cases
+                    if c.view == view and c.n == n and c.kind == kind
+                )
+                if points:
+                    ax.plot(
+                        [p[0] for p in points], [p[1] for p in points], marker="o", label=f"refresh {kind}, N={n:g}"
+                    )
+            rebuild = sorted(
+                (c.fraction, c.rebuild_s) for c in cases if c.view == view and c.n == n and c.kind in KINDS
+            )
+            if rebuild:
+                ax.plot([p[0] for p in rebuild], [p[1] for p in rebuild], "k--", label=f"rebuild, N={n:g}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(view)
+        ax.set_xlabel("changed fraction of the fact")
+        ax.set_ylabel("seconds")
+    axes[0][-1].legend(fontsize=6)
+    fig.tight_layout()
+    out = path.replace(".csv", ".png")
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny data, one run per case: seconds")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--fractions", type=float, nargs="+", default=[0.0001, 0.001, 0.01, 0.1])
+    ap.add_argument("--views", nargs="+", default=list(VIEWS), choices=list(VIEWS))
+    ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--label", default=time.strftime("run-%Y%m%d-%H%M"))
+    args = ap.parse_args()
+    pairs = [(view, kind) for view in args.views for kind in args.kinds]
+    if args.quick:
+        args.sizes, args.fractions, pairs, args.repeats = QUICK
+        args.label = "quick"
+    spark = get_spark(tempfile.mkdtemp(prefix="ivm-benchmark-"))
+    cases, path = run(spark, args.sizes, args.fractions, pairs, args.repeats, args.label)
+    print(f"results: {path}" + (f", plot: {png}" if (png := plot(cases, path)) else ""))
+
+
+if __name__ == "__main__":
+    main()

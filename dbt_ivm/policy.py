@@ -1,0 +1,122 @@
+"""`refresh_policy`: whether a run refreshes from the changes or rebuilds the view.
+
+- `auto` (the default): refresh, unless this refresh's inputs say a rebuild is cheaper. The
+  inputs are read before any change row is: each moved source's change rows (its commits'
+  metrics), every source's rows at the pinned version and the view's stored rows (Delta answers
+  `count(*)` from its log). The estimate is a linear cost model (`Costs`) fitted to
+  `benchmarks/` figures on the 2-core reference machine; `explain` prints it.
+- `incremental`: never rebuilds on its own; a refresh that cannot run incrementally (the model
+  changed, the stored state is from an older release, the session's settings changed) fails with
+  the reason instead. `--full-refresh` still rebuilds.
+- `full`: every run rebuilds, as `materialized='table'` would, but the view keeps its watermark,
+  so switching back to `auto` refreshes from there.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dbt_ivm.errors import ConfigError
+
+
+class RefreshPolicy(enum.Enum):
+    AUTO = "auto"
+    INCREMENTAL = "incremental"
+    FULL = "full"
+
+
+def parse_policy(value: object) -> RefreshPolicy:
+    """The model config's value; None is `auto`."""
+    if value is None:
+        return RefreshPolicy.AUTO
+    try:
+        return RefreshPolicy(str(value).strip().lower())
+    except ValueError:
+        choices = ", ".join(repr(p.value) for p in RefreshPolicy)
+        raise ConfigError(f"refresh_policy must be one of {choices}, not {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds per refresh, per statement and per row, fitted to figures measured on the 2-core
+    reference machine at 1M and 10M rows (docs/ARCHITECTURE.md, "Cost"):
+
+    refresh = fixed + scan * (rows of the other sources each change is joined with)
+              + change * (change rows)
+              + if only appends to a monotone view: probe * view rows (the stored identities read once)
+                else: merge_fixed + view rows * (merge_filtered if the changed identities fit the
+                      MERGE's identity filter else merge)
+    rebuild = rebuild_fixed + scan * (rows of every source) + write * view rows
+    """
+
+    fixed: float = 3.0
+    scan: float = 0.3e-6
+    change: float = 50e-6
+    probe: float = 0.5e-6
+    merge_fixed: float = 2.5
+    merge_filtered: float = 1.0e-6
+    merge: float = 2.8e-6
+    rebuild_fixed: float = 2.0
+    write: float = 3.25e-6
+    filter_limit: int = 10_000  # joins.MAX_FILTER_IDENTITIES
+
+    def refresh(self, inputs: Inputs) -> float:
+        changes = sum(v or 0 for v in inputs.changes.values())
+        seconds = self.fixed + self.scan * sum(inputs.joined.values()) + self.change * changes
+        if inputs.appends_only:
+            return seconds + self.probe * inputs.view_rows
+        per_row = self.merge_filtered if changes <= self.filter_limit else self.merge
+        return seconds + self.merge_fixed + per_row * inputs.view_rows
+
+    def rebuild(self, inputs: Inputs) -> float:
+        return self.rebuild_fixed + self.scan * inputs.source_rows + self.write * inputs.view_rows
+
+    def describe(self) -> list[str]:
+        us = 1e6
+        return [
+            f"  refresh ≈ {self.fixed} s + {self.scan * us:g} µs per row of the other sources a change joins"
+            f" + {self.change * us:g} µs per change row",
+            f"            + only appends: {self.probe * us:g} µs per stored row;"
+            f" else {self.merge_fixed} s + {self.merge_filtered * us:g} µs per stored row"
+            f" ({self.merge * us:g} µs past {self.filter_limit} change rows)",
+            f"  rebuild ≈ {self.rebuild_fixed} s + {self.scan * us:g} µs per source row"
+            f" + {self.write * us:g} µs per view row",
+        ]
+
+
+COSTS = Costs()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a refresh knows before it reads a change row."""
+
+    changes: Mapping[str, int | None]  # moved source -> its change rows (None: the history does not say)
+    joined: Mapping[str, int]  # moved source -> rows of the other sources its changes are joined with
+    appends_only: bool  # every moved source only appended, and the view is monotone: no MERGE
+    source_rows: int  # rows of all the view's sources (each occurrence counted)
+    view_rows: int  # rows the view stores
+
+
+@dataclass(frozen=True)
+class Choice:
+    rebuild: bool
+    reason: str
+
+
+def choose(inputs: Inputs, costs: Costs | None = None) -> Choice:
+    """Rebuild when the estimated rebuild is cheaper than the estimated refresh (by `COSTS` by default)."""
+    costs = costs or COSTS
+    unknown = sorted(k for k, v in inputs.changes.items() if v is None)
+    if unknown:
+        return Choice(False, f"incremental: the history of {', '.join(unknown)} does not count its changes")
+    refresh, rebuild = costs.refresh(inputs), costs.rebuild(inputs)
+    figures = (
+        f"{sum(v or 0 for v in inputs.changes.values())} change rows, {inputs.source_rows} source rows, "
+        f"{inputs.view_rows} view rows: refresh ≈ {refresh:.1f} s, rebuild ≈ {rebuild:.1f} s"
+    )
+    if rebuild < refresh:
+        return Choice(True, f"rebuild, estimated cheaper ({figures})")
+    return Choice(False, f"incremental ({figures})")

@@ -1,0 +1,28 @@
+"""The benchmark's quick mode runs in the suite, so the command in the README never rots."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from benchmarks import run as bench
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp_path):
+    lines: list[str] = []
+    cases, path = bench.run(spark, *bench.QUICK, "quick", lines.append, str(tmp_path))
+    measured = [c for c in cases if c.kind != "no change"]
+    assert len(measured) == len(bench.QUICK[2]) and {c.view for c in measured} == set(bench.VIEWS)
+    assert all(c.refresh_s > 0 and c.rebuild_s > 0 and c.table_s > 0 and c.statements > 0 for c in measured)
+    assert {c.path for c in measured} >= {"merge", "insert"}  # mixed changes merge, appends insert
+    join_inserts = next(c for c in measured if c.view == "join" and c.kind == "insert-only")
+    assert join_inserts.incremental_s is not None and join_inserts.incremental_s > 0
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(cases) and {"refresh_s", "rebuild_s", "speedup", "statements"} <= set(rows[0])
+    assert all(c.auto in ("incremental", "rebuild") and c.auto_s > 0 for c in measured)
+    idle = [c for c in cases if c.kind == "no change"]
+    assert len(idle) == len(bench.VIEWS) and {c.path for c in idle} == {"no changes"}, lines

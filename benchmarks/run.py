@@ -13,8 +13,9 @@ view (`--full-refresh`) and a `table` model of the same SQL (CREATE OR REPLACE T
 insert-only changes of the join also with a dbt-spark `incremental` model (`merge` strategy on
 the fact's key, as users write it today). Each timing is the median of `--repeats` runs.
 
-Writes `benchmarks/results/<run>.csv` (one row per case and measurement) and, with matplotlib
-installed, `benchmarks/results/<run>.png`; `benchmarks/RESULTS.md` is written from a full run.
+Writes `benchmarks/results/<run>.csv` (one row per case), `<run>.md` (the table, the machine,
+the ratios, the scaling figure t(10N)/t(N)) and, with matplotlib installed, `<run>.png`;
+`benchmarks/RESULTS.md` is the `.md` of the run on the reference machine.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from dbt_ivm.history import changed_rows
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql
 from dbt_ivm.session import SparkDatabase, get_spark
@@ -137,10 +139,13 @@ def setup(spark: Any, n: int) -> None:
 
 
 def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
-    """A change batch of `fraction` of the fact; returns the number of changed lineitem rows.
+    """A change batch of `fraction` of the fact; returns the change rows its commits report.
 
     New lines go to new orders (and their orders row, for the joins to match). Updates and
-    deletes hit every k-th line: over the whole fact (scattered) or its newest 1 % (local).
+    deletes hit every step-th of the original lines (line id = 4 * l_orderkey + l_linenumber,
+    0..n-1): of all of them (scattered), or of the newest 1 % (local; wider when the batch needs
+    it). Each batch takes its own residues, so a delete finds rows until the residues run out
+    (then the commits' metrics, which this returns, show fewer).
     """
     k = max(1, int(n * fraction / (1 if kind == "insert-only" else 3)))
     base = n * (batch + 1)  # order keys above every existing one
@@ -152,15 +157,17 @@ def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
         f"INSERT INTO {DB}.lineitem SELECT {base} + (id % {orders}), int(4 + id DIV {orders}), 7, 2.0, 0.07 "
         f"FROM range({k})"
     )
-    if kind == "insert-only":
-        return k
-    first = 0 if kind == "mixed scattered" else int(n / 4 * 0.99)  # the newest 1 % of the orders
-    span = max(1, n // 4 - first)
-    step = max(1, span // k)
-    where = f"l_orderkey >= {first} AND l_orderkey < {n // 4} AND l_orderkey % {step} = "
-    spark.sql(f"UPDATE {DB}.lineitem SET l_quantity = l_quantity + 1 WHERE {where}{batch % step} AND l_linenumber = 1")
-    spark.sql(f"DELETE FROM {DB}.lineitem WHERE {where}{(batch + 1) % step} AND l_linenumber = 2")
-    return 3 * k
+    if kind != "insert-only":
+        first = 0 if kind == "mixed scattered" else max(0, n - max(n // 100, 4 * k))
+        step = max(2, (n - first) // k)
+        line = "(4 * l_orderkey + l_linenumber)"
+        where = f"{line} >= {first} AND {line} < {n} AND {line} % {step} = "
+        spark.sql(f"UPDATE {DB}.lineitem SET l_quantity = l_quantity + 1 WHERE {where}{(2 * batch) % step}")
+        spark.sql(f"DELETE FROM {DB}.lineitem WHERE {where}{(2 * batch + 1) % step}")
+    commits = 1 if kind == "insert-only" else 3  # of lineitem
+    history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {DB}.lineitem LIMIT {commits}").collect()]
+    version = int(history[0]["version"])
+    return changed_rows(history, version - commits + 1, version) or 0
 
 
 @contextmanager
@@ -210,11 +217,15 @@ def run_case(
     case = Case(n, view, kind, fraction)
     name = TableName(DB, view)
     refreshes, rebuilds, tables, incrementals, autos = [], [], [], [], []
+    if view == "join" and kind == "insert-only":  # the incremental model, built now: its next runs take new rows
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
+        incremental_model(spark, 0, n)
     for _ in range(repeats):
         batch[0] += 1
         case.changed_rows = change(spark, n, kind, fraction, batch[0])
-        estimate_s, choice = timed(Maintainer(db, name, VIEWS[view]).estimate)
-        autos.append((estimate_s, choice is not None and choice.rebuild))
+        estimator = Maintainer(db, name, VIEWS[view])
+        choice = estimator.estimate()  # its inspect is the refresh's own: only the estimate's queries count
+        autos.append((estimator.auto_seconds, choice is not None and choice.rebuild))
         db.count = 0
         with peak_heap(spark) as peak:
             seconds, outcome = timed(Maintainer(db, name, VIEWS[view], refresh_policy="incremental").materialize)
@@ -262,11 +273,8 @@ def run(
     for n in sizes:
         setup(spark, n)
         batch = [0]
-        spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
         for view in views:
             Maintainer(db, TableName(DB, view), VIEWS[view]).materialize(full_refresh=True)
-            if view == "join" and (view, "insert-only") in cases_of:
-                incremental_model(spark, 0, n)
         for view in views:
             for kind in (k for v, k in cases_of if v == view):
                 for fraction in fractions:
@@ -296,6 +304,60 @@ def write_csv(cases: list[Case], path: str) -> None:
         for c in cases:
             row = {k: v for k, v in asdict(c).items() if k != "runs"}
             w.writerow({**row, "speedup": round(c.speedup, 2), "runs": " ".join(f"{r:.2f}" for r in c.runs)})
+
+
+def machine() -> str:
+    """What the figures were measured on."""
+    import platform
+
+    cores = os.cpu_count()
+    memory = ""
+    if os.path.exists("/proc/meminfo"):
+        with open("/proc/meminfo") as f:
+            kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
+        memory = f", {kb / 2**20:.0f} GiB"
+    return f"{platform.machine()}, {cores} cores{memory}, Python {platform.python_version()}, local[2] Spark session"
+
+
+def scaling(cases: list[Case]) -> list[tuple[str, str, int, float]]:
+    """(view, kind, changed rows, t(10N)/t(N)): the refresh at 10N against N for the same number of
+    changed rows (fraction f at N, f/10 at 10N); ideal 1.0."""
+    out = []
+    by = {(c.view, c.kind, c.n, round(c.fraction * c.n)): c for c in cases if c.kind in KINDS}
+    for (view, kind, n, rows), small in sorted(by.items()):
+        big = by.get((view, kind, 10 * n, rows))
+        if big and small.refresh_s:
+            out.append((view, kind, rows, big.refresh_s / small.refresh_s))
+    return out
+
+
+def report(cases: list[Case], csv_path: str) -> str:
+    """benchmarks/RESULTS.md: the table, the machine, the ratios and the scaling figure."""
+    lines = [
+        "# Benchmark results",
+        "",
+        f"`python -m benchmarks.run` on {machine()}; raw figures: `{os.path.relpath(csv_path)}`.",
+        "Each time is the median of the runs; every refresh was checked against the recompute.",
+        "",
+        "| N | view | change | fraction | changed rows | refresh | path | rebuild | table | speed-up | auto |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cases:
+        if c.kind == "no change":
+            lines.append(f"| {c.n:,} | {c.view} | no change | | 0 | {c.refresh_s:.2f} s | | | | | |")
+            continue
+        auto = f"{c.auto} {c.auto_s:.2f} s ({c.auto_s / min(c.refresh_s, c.rebuild_s):.2f}x the faster)"
+        incremental = f"; incremental model {c.incremental_s:.2f} s" if c.incremental_s else ""
+        lines.append(
+            f"| {c.n:,} | {c.view} | {c.kind} | {c.fraction:.2%} | {c.changed_rows:,} | {c.refresh_s:.2f} s | "
+            f"{c.path} ({c.statements} statements) | {c.rebuild_s:.2f} s | {c.table_s:.2f} s{incremental} | "
+            f"{c.speedup:.1f}x | {auto} |"
+        )
+    scaled = scaling(cases)
+    if scaled:
+        lines += ["", "Scaling at a fixed number of changed rows, t(10N)/t(N) (ideal 1.0):", ""]
+        lines += [f"- {view}, {kind}, {rows:,} changed rows: {ratio:.2f}" for view, kind, rows, ratio in scaled]
+    return "\n".join(lines) + "\n"
 
 
 def plot(cases: list[Case], path: str) -> str | None:
@@ -354,7 +416,9 @@ def main() -> None:
         args.label = "quick"
     spark = get_spark(tempfile.mkdtemp(prefix="ivm-benchmark-"))
     cases, path = run(spark, args.sizes, args.fractions, pairs, args.repeats, args.label)
-    print(f"results: {path}" + (f", plot: {png}" if (png := plot(cases, path)) else ""))
+    with open(path.replace(".csv", ".md"), "w") as f:
+        f.write(report(cases, path))
+    print(f"results: {path} (and .md)" + (f", plot: {png}" if (png := plot(cases, path)) else ""))
 
 
 if __name__ == "__main__":

@@ -378,6 +378,7 @@ class Maintainer:
         self.read_version: int | None = None
         self.histories: dict[str, list[dict[str, Any]]] = {}
         self.run_id = uuid.uuid4().hex[:12]
+        self.auto_seconds = 0.0  # what refresh_policy auto's estimate took (its metadata queries)
         # Called after the stored state is read and before the one write: tests force interleavings here.
         self.before_commit: Callable[[], None] = lambda: None
 
@@ -416,13 +417,15 @@ class Maintainer:
             return self.rebuild(plan, pinned, reason, mark)
         if self.policy is RefreshPolicy.FULL:
             return self.build(plan, pinned, "refresh_policy 'full'", mark)
+        if not table_exists(self.db, self.view):  # the stored rows are sound: only the view over them is missing
+            self.log(f"fast_mv {self.view}: creating the view over its stored rows again")
+            user_view = self.rules.user_view(plan, self.backing, self._describe)
+            self.run(render.sql(render.create_view(self.view, user_view)))
         assert mark is not None
         return self.refresh(plan, mark, pinned)
 
     def _rebuild_reason(self, plan: ViewPlan, props: Mapping[str, str], mark: Watermark | None) -> str:
         """Why the stored view cannot be refreshed, or ''."""
-        if not table_exists(self.db, self.view):
-            return "the view over the stored rows is missing"
         if mark is None:
             return "no watermark in the stored view"
         if props.get(PROP_FORMAT) != str(FORMAT_VERSION):
@@ -585,6 +588,13 @@ class Maintainer:
 
     def _auto(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> Choice:
         """`refresh_policy` auto's choice, from metadata: the commits' metrics and Delta's row counts."""
+        started = time.time()
+        try:
+            return self._choose(plan, moved)
+        finally:
+            self.auto_seconds = time.time() - started
+
+    def _choose(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> Choice:
         histories = {
             key: covering_history(self.db, table, moved[key][0] + 1, moved[key][1], self.histories[key])
             for key, table in ((t.key, t) for t in plan.tables if t.key in moved)
@@ -608,7 +618,10 @@ class Maintainer:
 
     def _repair_repeated_rows(self, plan: ViewPlan, pinned: Mapping[str, int], mark: Watermark) -> None:
         """A change row matched several stored rows: the declared key was broken by rows appended
-        without a probe, and the MERGE just applied the change to each copy. Rebuild, then fail."""
+        without a probe, and the MERGE just applied the change to each copy. Rebuild, then fail.
+
+        Under every refresh_policy, `incremental` too: the commit is made, and only a rebuild makes
+        the view right again; the run still fails, naming the key."""
         key = ", ".join(self.unique_key) or "(none)"
         self.build(plan, pinned, f"unique_key ({key}) repeats in the stored rows", mark)
         raise StateError(

@@ -7,7 +7,8 @@
   `benchmarks/` figures on the 2-core reference machine; `explain` prints it.
 - `incremental`: never rebuilds on its own; a refresh that cannot run incrementally (the model
   changed, the stored state is from an older release, the session's settings changed) fails with
-  the reason instead. `--full-refresh` still rebuilds.
+  the reason instead. `--full-refresh` still rebuilds, and so does the repair of a view a broken
+  `unique_key` made wrong (the commit is made by then; the run still fails, naming the key).
 - `full`: every run rebuilds, as `materialized='table'` would, but the view keeps its watermark,
   so switching back to `auto` refreshes from there.
 """

@@ -24,5 +24,7 @@ def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp
         rows = list(csv.DictReader(f))
     assert len(rows) == len(cases) and {"refresh_s", "rebuild_s", "speedup", "statements"} <= set(rows[0])
     assert all(c.auto in ("incremental", "rebuild") and c.auto_s > 0 for c in measured)
+    table = bench.report(cases, path)
+    assert table.count("\n| 2,000 | ") == len(cases) and "cores" in table
     idle = [c for c in cases if c.kind == "no change"]
     assert len(idle) == len(bench.VIEWS) and {c.path for c in idle} == {"no changes"}, lines

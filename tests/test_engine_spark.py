@@ -303,6 +303,12 @@ def test_refresh_policy_auto_chooses_by_the_estimate_and_full_always_rebuilds(sp
     assert mv(spark_db, policy="full").materialize().action == "built"
     assert mv(spark_db, policy="auto").materialize().action == "no changes"  # the rebuild kept the watermark
     assert_consistent(spark, spark_db)
+    # a dropped view over sound stored rows is created again, not rebuilt (incremental allows it)
+    spark.sql(f"drop view {DB}.v")
+    spark.sql(f"insert into {DB}.o values (5001, 2, 3.0)")
+    out = mv(spark_db).materialize()
+    assert out.action == "refreshed" and table_exists(spark_db, TableName(DB, "v")), out.message
+    assert_consistent(spark, spark_db)
 
 
 def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark_db, sources, monkeypatch):

@@ -116,7 +116,8 @@ def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
     assert _mismatches(spark, spark_db, Family("broken_max", (T,), (view,)), 12, seed=4) > 0
 
 
-# An outer join's padded rows: what must be NULL-safe, and the compensation itself.
+# An outer join's padded rows: what must be NULL-safe, and the compensation itself. One LEFT
+# JOIN has padded rows enough to break on each; FULL joins are in the OUTER family's runs.
 LEFT_JOIN = Family(
     "broken_outer",
     (OR, OS),

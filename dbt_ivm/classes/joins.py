@@ -147,7 +147,7 @@ def _bound(value: object) -> exp.Expr | None:
     if isinstance(value, int):
         return exp.Literal.number(value)
     if isinstance(value, Decimal) and value.is_finite():
-        return exp.Literal.number(str(value))
+        return exp.Literal.number(format(value, "f"))  # positional: `1E+2` would be a DOUBLE
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
     if isinstance(value, str) and _PLAIN_TEXT.fullmatch(value):

@@ -3,7 +3,8 @@
 The order of a refresh:
   1. inspect every source (Delta? change data feed on?) and pin its current version;
   2. analyze the model SQL into a plan (refusals happen here, before any write);
-  3. read the watermark from the backing table's history;
+  3. read the watermark from the backing table's history; under refresh_policy auto, estimate
+     from metadata whether a rebuild is cheaper (`dbt_ivm.policy`);
   4. when the moved sources only appended rows (their Delta history says so) to a monotone view
      with a declared unique key: append the view's new rows straight from the change feeds,
      one INSERT that also checks the key; otherwise

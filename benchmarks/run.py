@@ -134,7 +134,7 @@ def setup(spark: Any, n: int) -> None:
     )
     spark.sql(
         f"INSERT INTO {DB}.lineitem SELECT id DIV 4, int(id % 4), int(id % 50) + 1, (id % 9973) * 1.5, "
-        f"(id % 11) / 100.0 FROM range({orders * 4})"
+        f"pmod(hash(id), 11) / 100.0 FROM range({orders * 4})"
     )
 
 
@@ -276,6 +276,8 @@ def run(
         for view in views:
             Maintainer(db, TableName(DB, view), VIEWS[view]).materialize(full_refresh=True)
         for view in views:
+            # caught up, untimed: its first case must not also carry the batches of the views before it
+            Maintainer(db, TableName(DB, view), VIEWS[view], refresh_policy="incremental").materialize()
             for kind in (k for v, k in cases_of if v == view):
                 for fraction in fractions:
                     case = run_case(spark, db, n, view, kind, fraction, repeats, batch)

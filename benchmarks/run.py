@@ -195,7 +195,7 @@ def table_model(spark: Any, view: str) -> float:
     return timed(lambda: spark.sql(f"CREATE OR REPLACE TABLE {DB}.{view}_table USING DELTA AS {VIEWS[view]}"))[0]
 
 
-def incremental_model(spark: Any, batch: int, n: int) -> float:
+def incremental_model(spark: Any) -> float:
     """The join as a dbt-spark incremental model with the `merge` strategy on the fact's key:
     new rows above the model's highest order key, merged on (l_orderkey, l_linenumber)."""
     target = f"{DB}.join_incremental"
@@ -219,7 +219,7 @@ def run_case(
     refreshes, rebuilds, tables, incrementals, autos = [], [], [], [], []
     if view == "join" and kind == "insert-only":  # the incremental model, built now: its next runs take new rows
         spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
-        incremental_model(spark, 0, n)
+        incremental_model(spark)
     for _ in range(repeats):
         batch[0] += 1
         case.changed_rows = change(spark, n, kind, fraction, batch[0])
@@ -238,7 +238,7 @@ def run_case(
         rebuilds.append(timed(lambda: Maintainer(db, name, VIEWS[view]).materialize(full_refresh=True))[0])
         tables.append(table_model(spark, view))
         if view == "join" and kind == "insert-only":
-            incrementals.append(incremental_model(spark, batch[0], n))
+            incrementals.append(incremental_model(spark))
     case.runs = refreshes
     case.auto = "rebuild" if sum(rebuild for _, rebuild in autos) * 2 > len(autos) else "incremental"
     case.auto_s = statistics.median(

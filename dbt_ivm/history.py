@@ -34,6 +34,12 @@ def _is_true(value: Any) -> bool:
     return value is True or str(value).strip().lower() == "true"
 
 
+def _commits(history: Iterable[Mapping[str, Any]], start: int, end: int) -> list[Mapping[str, Any]] | None:
+    """The commits of versions start..end, or None when `history` misses one."""
+    commits = {int(r["version"]): r for r in history if start <= int(r["version"]) <= end}
+    return list(commits.values()) if len(commits) == end - start + 1 else None
+
+
 def appended_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> int | None:
     """Rows appended in versions start..end when every commit there only appended; else None.
 
@@ -42,11 +48,11 @@ def appended_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) ->
     Anything else (UPDATE, DELETE, MERGE, overwrite, an append that read the table, a commit
     missing from `history`) may remove rows: None, and the refresh takes the general path.
     """
-    commits = {int(r["version"]): r for r in history if start <= int(r["version"]) <= end}
-    if len(commits) != end - start + 1:
+    commits = _commits(history, start, end)
+    if commits is None:
         return None
     total = 0
-    for row in commits.values():
+    for row in commits:
         if _is_true(row.get("isBlindAppend")):
             rows = metric(row, "numOutputRows")
             if rows is None:
@@ -77,11 +83,11 @@ def changed_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> 
     `history`, or one whose metrics do not say (a whole-table delete that dropped files, an
     overwrite), leaves the size unknown.
     """
-    commits = {int(r["version"]): r for r in history if start <= int(r["version"]) <= end}
-    if len(commits) != end - start + 1:
+    commits = _commits(history, start, end)
+    if commits is None:
         return None
     total = 0
-    for row in commits.values():
+    for row in commits:
         operation = str(row.get("operation") or "").upper()
         if operation in NO_DATA_OPERATIONS:
             continue

@@ -379,6 +379,7 @@ class Maintainer:
         self.read_version: int | None = None
         self.histories: dict[str, list[dict[str, Any]]] = {}
         self.run_id = uuid.uuid4().hex[:12]
+        self.output_types: dict[str, str] = {}  # the view's column types, read by `inspect`
         self.auto_seconds = 0.0  # what refresh_policy auto's estimate took (its metadata queries)
         # Called after the stored state is read and before the one write: tests force interleavings here.
         self.before_commit: Callable[[], None] = lambda: None
@@ -397,7 +398,8 @@ class Maintainer:
             check_source(info)
         plan = analyze(self.sql, {i.table.key: i.columns for i in infos}, self.functions)
         self.rules = rules_for(plan)
-        render.ensure_groupable(output_types(self.db, plan))
+        self.output_types = output_types(self.db, plan)
+        render.ensure_groupable(self.output_types)
         self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
         created = created_times(self.db, plan.tables)
         self.settings = session_settings(self.db)
@@ -540,6 +542,7 @@ class Maintainer:
                 self._describe,
                 self.unique_key,
                 self._key_violation(),
+                output_types=self.output_types,
             )
             try:
                 write = self.rules.apply(refresh)
@@ -600,6 +603,8 @@ class Maintainer:
             key: covering_history(self.db, table, moved[key][0] + 1, moved[key][1], self.histories[key])
             for key, table in ((t.key, t) for t in plan.tables if t.key in moved)
         }
+        # what was read again serves the append path's check of the same commits
+        self.histories.update({key: rows for key, rows in histories.items() if rows is not None})
         changes = {
             key: None if rows is None else changed_rows(rows, a + 1, b)
             for key, rows in histories.items()

@@ -19,6 +19,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES
 from dbt_ivm.errors import ConfigError
 
 
@@ -61,7 +62,7 @@ class Costs:
     merge: float = 2.8e-6
     rebuild_fixed: float = 2.0
     write: float = 3.25e-6
-    filter_limit: int = 10_000  # joins.MAX_FILTER_IDENTITIES
+    filter_limit: int = MAX_FILTER_IDENTITIES
 
     def refresh(self, inputs: Inputs) -> float:
         changes = sum(v or 0 for v in inputs.changes.values())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -39,6 +39,7 @@ class Refresh:
     describe: Describe  # a query's column types (DESCRIBE QUERY: planned, not run)
     unique_key: tuple[str, ...] = ()
     key_violation: str = ""  # the message when the declared unique key repeats
+    output_types: Mapping[str, str] = field(default_factory=dict)  # the view's column types (read at inspect)
 
 
 def stager(refresh: Refresh) -> Stage:

@@ -383,7 +383,7 @@ class JoinRules:
         assert delta is not None
         name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
         refresh.run(cache_as(name, delta))
-        ranged = ranged_columns(plan, refresh.describe(exp.select("*").from_(temp_table(name))))
+        ranged = ranged_columns(plan, refresh.output_types)
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key, ranged)))[0]
         n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)
         inserted, deleted = int(stats["inserted"]), int(stats["deleted"])

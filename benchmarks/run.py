@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -64,6 +65,9 @@ VIEWS: dict[str, str] = {
         f"from {DB}.orders o left join {DB}.lineitem l on l.l_orderkey = o.o_orderkey"
     ),
 }
+# The column each view is laid out by (`cluster_by`): the changes of the "mixed local" kind, and
+# every insert, are local in the order key. The aggregates store one row per group: no layout.
+CLUSTER_BY = {"join": "l_orderkey", "filter": "l_orderkey", "outer": "o_orderkey"}
 KINDS = ("insert-only", "mixed scattered", "mixed local")
 # --quick: sizes, fractions, (view, change kind) pairs, repeats; the test suite runs it
 QUICK = ([2000], [0.01], [*((view, "mixed scattered") for view in VIEWS), ("join", "insert-only")], 1)
@@ -86,6 +90,8 @@ class Case:
     statements: int = 0  # statements one refresh issued
     view_rows: int = 0
     peak_memory_mb: float = 0.0  # the driver JVM's peak heap use during the refresh
+    largest_costs: str = ""  # the median refresh's costliest kinds of statement
+    auto_reason: str = ""  # auto's log line: its inputs and both estimates (the last run's)
     runs: list[float] = field(default_factory=list)
 
     @property
@@ -94,19 +100,56 @@ class Case:
 
 
 class CountingDatabase(SparkDatabase):
-    """Counts the statements a refresh issues."""
+    """Counts and times the statements a refresh issues."""
 
     def __init__(self, spark: Any):
         super().__init__(spark)
         self.count = 0
+        self.timings: list[tuple[float, str]] = []
 
     def execute(self, sql: str) -> None:
         self.count += 1
+        started = time.time()
         super().execute(sql)
+        self.timings.append((time.time() - started, sql))
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         self.count += 1
-        return super().query(sql)
+        started = time.time()
+        rows = super().query(sql)
+        self.timings.append((time.time() - started, sql))
+        return rows
+
+    def reset(self) -> None:
+        self.count, self.timings = 0, []
+
+
+STAGED = re.compile(r"CACHE TABLE `__ivm_([a-z]+)")
+
+
+def statement_kind(sql: str) -> str:
+    """What a refresh's statement does, for the costs column: the write, a staged table by its
+    role (a source's change set, the view's change set, a level of an outer join), a query, or
+    metadata (DESCRIBE, SHOW, SET, releases)."""
+    head = sql.lstrip().split(None, 1)[0].upper()
+    if head in ("MERGE", "INSERT"):
+        return head
+    if staged := STAGED.match(sql.lstrip()):
+        return f"stage {staged[1]}"
+    return "query" if head in ("SELECT", "WITH") else "metadata"
+
+
+def largest_costs(timings: list[tuple[float, str]], top: int = 3) -> str:
+    by_kind: dict[str, float] = {}
+    for seconds, sql in timings:
+        by_kind[statement_kind(sql)] = by_kind.get(statement_kind(sql), 0.0) + seconds
+    ranked = sorted(by_kind.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in ranked)
+
+
+def maintainer(db: CountingDatabase, view: str, policy: str | None = None) -> Maintainer:
+    """The view's model as a user would configure it: its `cluster_by`, and `policy`."""
+    return Maintainer(db, TableName(DB, view), VIEWS[view], refresh_policy=policy, cluster_by=CLUSTER_BY.get(view))
 
 
 def setup(spark: Any, n: int) -> None:
@@ -216,30 +259,33 @@ def run_case(
 ) -> Case:
     case = Case(n, view, kind, fraction)
     name = TableName(DB, view)
-    refreshes, rebuilds, tables, incrementals, autos = [], [], [], [], []
+    refreshes, rebuilds, tables, incrementals, autos, costs = [], [], [], [], [], []
     if view == "join" and kind == "insert-only":  # the incremental model, built now: its next runs take new rows
         spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
         incremental_model(spark)
     for _ in range(repeats):
         batch[0] += 1
         case.changed_rows = change(spark, n, kind, fraction, batch[0])
-        estimator = Maintainer(db, name, VIEWS[view])
+        estimator = maintainer(db, view)
         choice = estimator.estimate()  # its inspect is the refresh's own: only the estimate's queries count
         autos.append((estimator.auto_seconds, choice is not None and choice.rebuild))
-        db.count = 0
+        case.auto_reason = choice.reason if choice else ""
+        db.reset()
         with peak_heap(spark) as peak:
-            seconds, outcome = timed(Maintainer(db, name, VIEWS[view], refresh_policy="incremental").materialize)
+            seconds, outcome = timed(maintainer(db, view, "incremental").materialize)
         refreshes.append(seconds)
+        costs.append(largest_costs(db.timings))
         case.peak_memory_mb = max(case.peak_memory_mb, peak[0])
         case.statements, case.path = db.count, outcome.path or outcome.action
         differing = spark.sql(consistency_sql(db, name)).count()
         if differing:
             raise AssertionError(f"{view} after {kind} {fraction}: {differing} rows differ from the recompute")
-        rebuilds.append(timed(lambda: Maintainer(db, name, VIEWS[view]).materialize(full_refresh=True))[0])
+        rebuilds.append(timed(lambda: maintainer(db, view).materialize(full_refresh=True))[0])
         tables.append(table_model(spark, view))
         if view == "join" and kind == "insert-only":
             incrementals.append(incremental_model(spark))
     case.runs = refreshes
+    case.largest_costs = costs[refreshes.index(statistics.median_low(refreshes))]
     case.auto = "rebuild" if sum(rebuild for _, rebuild in autos) * 2 > len(autos) else "incremental"
     case.auto_s = statistics.median(
         estimate + (rebuild_s if rebuild else refresh_s)
@@ -263,8 +309,13 @@ def run(
     label: str,
     log: Callable[[str], None] = print,
     results: str = RESULTS,
+    scaled: tuple[str, ...] = (),
 ) -> tuple[list[Case], str]:
-    """Every (view, change kind) of `cases_of` at every size and fraction; each view's no-change refresh."""
+    """Every (view, change kind) of `cases_of` at every size and fraction; each view's no-change refresh.
+
+    The views of `scaled` also run, at each size after the first, the fractions that change as
+    many rows as `fractions` do at the first size: the scaling figure's cases.
+    """
     db = CountingDatabase(spark)
     cases: list[Case] = []
     os.makedirs(results, exist_ok=True)
@@ -274,12 +325,13 @@ def run(
         setup(spark, n)
         batch = [0]
         for view in views:
-            Maintainer(db, TableName(DB, view), VIEWS[view]).materialize(full_refresh=True)
+            maintainer(db, view).materialize(full_refresh=True)
         for view in views:
             # caught up, untimed: its first case must not also carry the batches of the views before it
-            Maintainer(db, TableName(DB, view), VIEWS[view], refresh_policy="incremental").materialize()
+            maintainer(db, view, "incremental").materialize()
+            same_rows = [f * sizes[0] / n for f in fractions] if view in scaled and n != sizes[0] else []
             for kind in (k for v, k in cases_of if v == view):
-                for fraction in fractions:
+                for fraction in sorted({*fractions, *same_rows}):
                     case = run_case(spark, db, n, view, kind, fraction, repeats, batch)
                     cases.append(case)
                     log(
@@ -291,7 +343,7 @@ def run(
                     )
                     write_csv(cases, path)
             # right after its cases (each ends with a rebuild): nothing changed since
-            seconds, outcome = timed(Maintainer(db, TableName(DB, view), VIEWS[view]).materialize)
+            seconds, outcome = timed(maintainer(db, view).materialize)
             log(f"N={n:>9} {view:<9} no change: {seconds:.2f} s ({outcome.message})")
             cases.append(Case(n, view, "no change", 0.0, 0, seconds, path=outcome.action))
             write_csv(cases, path)
@@ -306,6 +358,29 @@ def write_csv(cases: list[Case], path: str) -> None:
         for c in cases:
             row = {k: v for k, v in asdict(c).items() if k != "runs"}
             w.writerow({**row, "speedup": round(c.speedup, 2), "runs": " ".join(f"{r:.2f}" for r in c.runs)})
+
+
+def read_csv(path: str) -> list[Case]:
+    """The cases of a run's CSV (for `--report`: the table and the plot again, from the figures)."""
+    types = {f.name: f.type for f in fields(Case)}
+    cases = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            values: dict[str, Any] = {}
+            for name, text in row.items():
+                kind = str(types.get(name, ""))
+                if name not in types or name == "runs":
+                    continue
+                if kind.startswith("int"):
+                    values[name] = int(text)
+                elif kind.startswith("float | None"):
+                    values[name] = float(text) if text else None
+                elif kind.startswith("float"):
+                    values[name] = float(text)
+                else:
+                    values[name] = text
+            cases.append(Case(**values, runs=[float(r) for r in row.get("runs", "").split()]))
+    return cases
 
 
 def machine() -> str:
@@ -341,18 +416,20 @@ def report(cases: list[Case], csv_path: str) -> str:
         f"`python -m benchmarks.run` on {machine()}; raw figures: `{os.path.relpath(csv_path)}`.",
         "Each time is the median of the runs; every refresh was checked against the recompute.",
         "",
-        "| N | view | change | fraction | changed rows | refresh | path | rebuild | table | speed-up | auto |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| N | view | change | fraction | changed rows | refresh | path | refresh's largest costs | rebuild | table "
+        "| speed-up | auto |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
         if c.kind == "no change":
-            lines.append(f"| {c.n:,} | {c.view} | no change | | 0 | {c.refresh_s:.2f} s | | | | | |")
+            lines.append(f"| {c.n:,} | {c.view} | no change | | 0 | {c.refresh_s:.2f} s | | | | | | |")
             continue
         auto = f"{c.auto} {c.auto_s:.2f} s ({c.auto_s / min(c.refresh_s, c.rebuild_s):.2f}x the faster)"
         incremental = f"; incremental model {c.incremental_s:.2f} s" if c.incremental_s else ""
         lines.append(
             f"| {c.n:,} | {c.view} | {c.kind} | {c.fraction:.2%} | {c.changed_rows:,} | {c.refresh_s:.2f} s | "
-            f"{c.path} ({c.statements} statements) | {c.rebuild_s:.2f} s | {c.table_s:.2f} s{incremental} | "
+            f"{c.path} ({c.statements} statements) | {c.largest_costs} | {c.rebuild_s:.2f} s | "
+            f"{c.table_s:.2f} s{incremental} | "
             f"{c.speedup:.1f}x | {auto} |"
         )
     scaled = scaling(cases)
@@ -385,11 +462,14 @@ def plot(cases: list[Case], path: str) -> str | None:
                     ax.plot(
                         [p[0] for p in points], [p[1] for p in points], marker="o", label=f"refresh {kind}, N={n:g}"
                     )
-            rebuild = sorted(
-                (c.fraction, c.rebuild_s) for c in cases if c.view == view and c.n == n and c.kind in KINDS
-            )
+            fractions = sorted({c.fraction for c in cases if c.view == view and c.n == n and c.kind in KINDS})
+            rebuild = [
+                (f, statistics.median(c.rebuild_s for c in cases if c.view == view and c.n == n and c.fraction == f))
+                for f in fractions
+            ]
             if rebuild:
-                ax.plot([p[0] for p in rebuild], [p[1] for p in rebuild], "k--", label=f"rebuild, N={n:g}")
+                style = "k--x" if n == min(c.n for c in cases) else "k:+"
+                ax.plot([p[0] for p in rebuild], [p[1] for p in rebuild], style, label=f"rebuild, N={n:g}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(view)
@@ -410,14 +490,31 @@ def main() -> None:
     ap.add_argument("--views", nargs="+", default=list(VIEWS), choices=list(VIEWS))
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--scaled",
+        nargs="*",
+        default=[],
+        choices=list(VIEWS),
+        help="views that also run, at the larger sizes, as many changed rows as at the first (the scaling figure)",
+    )
     ap.add_argument("--label", default=time.strftime("run-%Y%m%d-%H%M"))
+    ap.add_argument("--report", metavar="CSV", help="write the .md and the plot of an earlier run's CSV, run nothing")
     args = ap.parse_args()
+    if args.report:
+        cases = read_csv(args.report)
+        with open(args.report.replace(".csv", ".md"), "w") as f:
+            f.write(report(cases, args.report))
+        print(
+            f"report: {args.report.replace('.csv', '.md')}"
+            + (f", plot: {png}" if (png := plot(cases, args.report)) else "")
+        )
+        return
     pairs = [(view, kind) for view in args.views for kind in args.kinds]
     if args.quick:
         args.sizes, args.fractions, pairs, args.repeats = QUICK
         args.label = "quick"
     spark = get_spark(tempfile.mkdtemp(prefix="ivm-benchmark-"))
-    cases, path = run(spark, args.sizes, args.fractions, pairs, args.repeats, args.label)
+    cases, path = run(spark, args.sizes, args.fractions, pairs, args.repeats, args.label, scaled=tuple(args.scaled))
     with open(path.replace(".csv", ".md"), "w") as f:
         f.write(report(cases, path))
     print(f"results: {path} (and .md)" + (f", plot: {png}" if (png := plot(cases, path)) else ""))

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
-from dbt_ivm import render
+from dbt_ivm import layout, render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.classes import Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
@@ -35,6 +35,7 @@ from dbt_ivm.history import appended_rows, changed_rows, metric
 from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
+    PROP_CLUSTER_BY,
     PROP_COLUMNS,
     PROP_DEFINITION,
     PROP_DEFINITION_HASH,
@@ -322,6 +323,25 @@ def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
 
 
 @contextmanager
+def file_rows(db: Database, rows: int | None) -> Iterator[None]:
+    """Writes in files of at most `rows` rows (or the session's smaller limit; none: the session's
+    own setting), the session's setting restored after."""
+    if not rows:
+        yield
+        return
+    found = db.query(f"SET {layout.MAX_RECORDS_CONF}")
+    before = str(found[0].get("value", "")).strip() if found else ""
+    limit = min(rows, int(before)) if before.isdigit() and int(before) > 0 else rows
+    db.execute(f"SET {layout.MAX_RECORDS_CONF}={limit}")
+    try:
+        yield
+    finally:
+        db.execute(
+            f"SET {layout.MAX_RECORDS_CONF}={before}" if before.isdigit() else f"RESET {layout.MAX_RECORDS_CONF}"
+        )
+
+
+@contextmanager
 def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterator[None]:
     """Record `mark` in the next commit, written idempotently with its token; serialized
     because the confs are session-wide.
@@ -363,6 +383,7 @@ class Maintainer:
         unique_key: str | Sequence[str] | None = None,
         functions: Sequence[str] = (),
         refresh_policy: str | None = None,
+        cluster_by: str | Sequence[str] | None = None,
     ):
         self.db = db
         self.policy = parse_policy(refresh_policy)
@@ -373,6 +394,8 @@ class Maintainer:
         self.unique_key_config = unique_key
         self.functions = tuple(functions)
         self.unique_key: tuple[str, ...] = ()
+        self.cluster_by_config = cluster_by
+        self.cluster_by: tuple[str, ...] = ()  # output columns, validated by `inspect` (see `layout`)
         self.statements: list[str] = []
         self.created: dict[str, str] = {}
         self.settings: dict[str, str] = {}
@@ -400,7 +423,9 @@ class Maintainer:
         self.rules = rules_for(plan)
         self.output_types = output_types(self.db, plan)
         render.ensure_groupable(self.output_types)
-        self.unique_key = render.unique_key_columns(plan, self.unique_key_config)
+        self.unique_key = render.output_columns(plan, self.unique_key_config, "unique_key")
+        ranged = self.rules.ranged_columns(plan, self.output_types)
+        self.cluster_by = layout.cluster_columns(plan, self.cluster_by_config, ranged, self.output_types)
         created = created_times(self.db, plan.tables)
         self.settings = session_settings(self.db)
         self.histories = {t.key: recent_history(self.db, t) for t in plan.tables}
@@ -415,6 +440,12 @@ class Maintainer:
         mark, self.read_version = read_history(self.db, self.backing)
         if full_refresh:
             return self.build(plan, pinned, "full refresh", mark)
+        built_by = props.get(PROP_CLUSTER_BY, "")
+        if built_by != ",".join(self.cluster_by):
+            self.log(
+                f"fast_mv {self.view}: cluster_by is ({', '.join(self.cluster_by)}), the stored rows are sorted by "
+                f"({built_by.replace(',', ', ')}): the layout changes at the next build (--full-refresh)"
+            )
         reason = self._rebuild_reason(plan, props, mark)
         if reason:
             return self.rebuild(plan, pinned, reason, mark)
@@ -470,11 +501,14 @@ class Maintainer:
             PROP_MODEL_SQL: self.sql,
             PROP_SETTINGS: encode_settings(self.settings),
             PROP_FUNCTIONS: ",".join(plan.functions),
+            PROP_CLUSTER_BY: ",".join(self.cluster_by),
         }
         view = self.rules.user_view(plan, self.backing, self._describe)
-        create = render.create_backing(self.backing, self.rules.build_select(plan, pinned), props)
+        rows = layout.clustered(self.rules.build_select(plan, pinned), self.cluster_by)
+        create = render.create_backing(self.backing, rows, props)
         self.before_commit()
-        with commit_metadata(self.db, mark, self.backing):
+        per_file = layout.FILE_ROWS if self.cluster_by else None
+        with commit_metadata(self.db, mark, self.backing), file_rows(self.db, per_file):
             self._write(render.sql(create))
         self._verify(mark)
         if table_exists(self.db, self.view) and describe_source(self.db, self.view).kind != "VIEW":
@@ -790,8 +824,10 @@ def materialize(
     unique_key: str | Sequence[str] | None = None,
     functions: Sequence[str] = (),
     refresh_policy: str | None = None,
+    cluster_by: str | Sequence[str] | None = None,
 ) -> Outcome:
-    return Maintainer(db, view, sql, log, unique_key, functions, refresh_policy).materialize(full_refresh)
+    maintainer = Maintainer(db, view, sql, log, unique_key, functions, refresh_policy, cluster_by)
+    return maintainer.materialize(full_refresh)
 
 
 @dataclass(frozen=True)
@@ -802,6 +838,7 @@ class StoredView:
     model_sql: str  # the model's SQL as dbt compiled it
     functions: tuple[str, ...]
     mark: Watermark
+    cluster_by: tuple[str, ...] = ()  # what the last build sorted the stored rows by
 
 
 def stored_view(db: Database, view: TableName) -> StoredView:
@@ -815,7 +852,8 @@ def stored_view(db: Database, view: TableName) -> StoredView:
     if PROP_MODEL_SQL not in props or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
         raise StateError(f"{view} was built by an older dbt-ivm; run dbt run for it first (it rebuilds once)")
     functions = tuple(f for f in props.get(PROP_FUNCTIONS, "").split(",") if f)
-    return StoredView(props[PROP_DEFINITION], props[PROP_MODEL_SQL], functions, mark)
+    cluster_by = tuple(c for c in props.get(PROP_CLUSTER_BY, "").split(",") if c)
+    return StoredView(props[PROP_DEFINITION], props[PROP_MODEL_SQL], functions, mark, cluster_by)
 
 
 def explain_view(db: Database, view: TableName) -> str:
@@ -825,7 +863,8 @@ def explain_view(db: Database, view: TableName) -> str:
     infos = [describe_source(db, t) for t in source_tables(stored.definition)]
     consumed = ", ".join(f"{k} v{v}" for k, v in stored.mark.sources.items())
     schema = {i.table.key: i.columns for i in infos}
-    return f"view: {view} (consumed {consumed})\n" + explain(stored.definition, schema, stored.functions)
+    storage = f"storage: sorted by ({', '.join(stored.cluster_by)}) at its last build\n" if stored.cluster_by else ""
+    return f"view: {view} (consumed {consumed})\n{storage}" + explain(stored.definition, schema, stored.functions)
 
 
 def consistency_sql(db: Database, view: TableName) -> str:

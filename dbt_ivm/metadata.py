@@ -24,6 +24,7 @@ PROP_FORMAT = "dbt_ivm.format"
 PROP_COLUMNS = "dbt_ivm.columns"
 PROP_MODEL_SQL = "dbt_ivm.model_sql"  # the model's SQL as dbt compiled it: what fast_mv_consistent re-runs
 PROP_FUNCTIONS = "dbt_ivm.functions"  # the model's deterministic_functions
+PROP_CLUSTER_BY = "dbt_ivm.cluster_by"  # the columns the build sorted the stored rows by (see layout)
 PROP_SETTINGS = "dbt_ivm.settings"  # the session settings the model's meaning depends on, at build
 
 

@@ -6,7 +6,7 @@ Every identifier goes through sqlglot, so quoting is never string work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from sqlglot import TokenType, exp
 
@@ -105,19 +105,23 @@ def release(name: str) -> tuple[str, str]:
     return f"UNCACHE TABLE IF EXISTS {sql(ident(name))}", f"DROP VIEW IF EXISTS {sql(ident(name))}"
 
 
-def unique_key_columns(plan: ViewPlan, unique_key: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The model's declared unique key as output column names; a name that is not one fails."""
-    if not unique_key:
+def output_columns(plan: ViewPlan, value: object, config: str) -> tuple[str, ...]:
+    """A model config naming output columns (`unique_key`, `cluster_by`: a name or a list of
+    names) as the columns' names, each once; anything else fails, naming the config."""
+    if not value:
         return ()
-    names = [unique_key] if isinstance(unique_key, str) else list(unique_key)
+    listed = list(value) if isinstance(value, (list, tuple)) else [value]
+    names = [n for n in listed if isinstance(n, str)]
+    if len(names) != len(listed):
+        raise ConfigError(f"{config} must be a column name or a list of column names, not {value!r}")
     outputs = {o.name.lower(): o.name for o in plan.outputs}
     missing = [n for n in names if n.strip().lower() not in outputs]
     if missing:
         raise ConfigError(
-            f"unique_key {', '.join(missing)} is not a column of the model (its columns: "
-            f"{', '.join(o.name for o in plan.outputs)}); name output columns, or drop unique_key"
+            f"{config} {', '.join(map(repr, missing))} is not a column of the model (its columns: "
+            f"{', '.join(o.name for o in plan.outputs)}); name output columns, or drop {config}"
         )
-    return tuple(outputs[n.strip().lower()] for n in names)
+    return tuple(dict.fromkeys(outputs[n.strip().lower()] for n in names))
 
 
 def raise_error(message: str) -> exp.Expr:

@@ -343,19 +343,24 @@ class TestFastMvSingleModel:
         finally:
             write_file(model(ITEM_MV), path, "item_mv.sql")
 
-    def test_refresh_policy_full_rebuilds_and_a_bad_policy_is_named(self, project, spark):
+    def test_refresh_policy_full_rebuilds_and_bad_configs_are_named(self, project, spark):
         schema = project.test_schema
         path = os.path.join(project.project_root, "models")
         run_dbt(["run", "--full-refresh"])  # the test before left the view built from another model
         try:
-            write_file(model(ITEM_MV, "refresh_policy='full'"), path, "item_mv.sql")
+            write_file(model(ITEM_MV, "refresh_policy='full', cluster_by=['item_id']"), path, "item_mv.sql")
             spark.sql(f"INSERT INTO {schema}.items VALUES (9, 'plum', 4.0)")
             msgs = messages(run_dbt(["run"]))
             assert msgs["item_mv"].startswith("built"), msgs
             assert_view_matches_model(spark, schema, "item_mv", ITEM_MV)
+            props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {schema}.item_mv__ivm").collect()}
+            assert props["dbt_ivm.cluster_by"] == "item_id"  # the macro passed the config through
             write_file(model(ITEM_MV, "refresh_policy='sometimes'"), path, "item_mv.sql")
             _, log = run_dbt_and_capture(["run"], expect_pass=False)
             assert "refresh_policy must be one of 'auto', 'incremental', 'full', not 'sometimes'" in log, log
+            write_file(model(ITEM_MV, "cluster_by='price'"), path, "item_mv.sql")
+            _, log = run_dbt_and_capture(["run"], expect_pass=False)
+            assert "cluster_by 'price' (double) cannot narrow this view's refresh" in log, log
         finally:
             write_file(model(ITEM_MV), path, "item_mv.sql")
 
@@ -491,7 +496,7 @@ class TestFastMvRefusals:
         assert "not a Spark built-in" in line and "deterministic_functions=['ivm_twice']" in line, line
 
         line = self.cause_line(msgs["bad_unique_key"], "item_key")
-        assert "unique_key item_key is not a column of the model" in line and "item_id, name" in line, line
+        assert "unique_key 'item_key' is not a column of the model" in line and "item_id, name" in line, line
 
         # nothing created: neither the views nor their backing tables
         assert relations(spark, schema) == before

@@ -6,9 +6,11 @@
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
 
   {#-- validate, then build or refresh: one commit on the view's storage --#}
-  {%- set result = adapter.fast_mv_materialize(this, sql, should_full_refresh(), config.get('unique_key'),
-                                              config.get('deterministic_functions'),
-                                              config.get('refresh_policy')) -%}
+  {%- set result = adapter.fast_mv_materialize(this, sql, full_refresh=should_full_refresh(),
+                                              unique_key=config.get('unique_key'),
+                                              deterministic_functions=config.get('deterministic_functions'),
+                                              refresh_policy=config.get('refresh_policy'),
+                                              cluster_by=config.get('cluster_by')) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}
 

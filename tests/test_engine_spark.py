@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from dbt_ivm import render
+from dbt_ivm import layout, render
 from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
-from dbt_ivm.errors import SourceError, StateError, UnsupportedView
+from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, consistency_sql, table_exists
+from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view, table_exists
 from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
@@ -30,6 +30,30 @@ def mv(db, name="v", sql=JOIN, unique_key=None, log=lambda _: None, policy="incr
 
 def last_commit(spark, name="v"):
     return spark.sql(f"DESCRIBE HISTORY {DB}.{name}__ivm LIMIT 1").collect()[0]
+
+
+def merge_files(spark, since):
+    """The target files of the first MERGE Spark ran after execution `since`, before and after
+    Delta's data skipping (its SQL metrics: the commit's history does not record them)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    executions = store.executionsList()
+    for i in range(executions.size()):
+        execution = executions.apply(i)
+        if execution.executionId() < since or execution.metricValues() is None:
+            continue
+        values, nodes, files = execution.metricValues(), store.planGraph(execution.executionId()).allNodes(), {}
+        for j in range(nodes.size()):
+            metrics = nodes.apply(j).metrics()
+            for k in range(metrics.size()):
+                name = metrics.apply(k).name()
+                if name.startswith("number of target files ") and "skipping" in name:
+                    value = values.get(metrics.apply(k).accumulatorId())
+                    files[name.removeprefix("number of target files ")] = (
+                        int(value.get()) if value.isDefined() else None
+                    )
+        if files:
+            return files
+    raise AssertionError("no MERGE ran")
 
 
 def assert_consistent(spark, db, name="v"):
@@ -115,6 +139,47 @@ def test_insert_only_change_appends_without_merge(spark, spark_db, sources):
     m.materialize()
     assert any(s.startswith("MERGE") for s in m.statements)
     assert_consistent(spark, spark_db)
+
+
+def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spark, spark_db, sources, monkeypatch):
+    """A storage sorted by a timestamp in small files: a change to the newest rows and to a row
+    whose timestamp is NULL reads those files only; the view stays exact. Microseconds: Delta's
+    statistics keep milliseconds, and a file's latest row lies past its truncated maximum."""
+    monkeypatch.setattr(layout, "FILE_ROWS", 250)
+    spark.sql(f"create table {DB}.e (id int, at timestamp, local timestamp_ntz, v int) {CDF}")
+    spark.sql(
+        f"insert into {DB}.e select id, if(id % 97 = 5, null, timestamp_micros(1709251200000000 + id * 1000999)), "
+        f"timestamp_ntz'2024-03-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id * 1.000999), id % 7 from range(3000)"
+    )
+    sql = f"select id, at, local, v from {DB}.e"
+
+    def view(cluster_by="at"):
+        return Maintainer(spark_db, TableName(DB, "ev"), sql, refresh_policy="incremental", cluster_by=cluster_by)
+
+    view().materialize()
+    assert spark.sql(f"DESCRIBE DETAIL {DB}.ev__ivm").collect()[0]["numFiles"] >= 10
+    assert "storage: sorted by (at) at its last build" in explain_view(spark_db, TableName(DB, "ev"))
+    assert spark.conf.get(layout.MAX_RECORDS_CONF) == "0"  # the session's own setting is back
+    # id 5: a NULL timestamp; id 2999: the newest row, past its file's maximum in milliseconds
+    spark.sql(f"update {DB}.e set v = v + 1 where id >= 2990 or id = 5")
+    spark.sql(f"delete from {DB}.e where id = 2995")
+    m = view()
+    since = spark._jsparkSession.sharedState().statusStore().executionsCount()
+    assert m.materialize().action == "refreshed"
+    merge = next(s for s in m.statements if s.startswith("MERGE"))
+    assert "(`t`.`at` IS NULL OR `t`.`at` BETWEEN TIMESTAMP_MICROS(" in merge
+    assert (
+        "`t`.`local` BETWEEN CAST('2024-03-01 00:00:05.004995' AS TIMESTAMP_NTZ) AND CAST('2024-03-01 00:50:01.996"
+        in merge
+    )
+    # Delta skipped every file but the NULLs' (sorted first) and the newest rows'
+    assert merge_files(spark, since) == {"before skipping": 12, "after skipping": 2}
+    assert_consistent(spark, spark_db, "ev")
+    logged = []
+    Maintainer(spark_db, TableName(DB, "ev"), sql, logged.append, refresh_policy="incremental").materialize()
+    assert any("the layout changes at the next build (--full-refresh)" in line for line in logged), logged
+    with pytest.raises(ConfigError, match="cluster_by 'amount' is not a column of the model"):
+        view("amount").materialize()
 
 
 def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false(spark, spark_db, sources):

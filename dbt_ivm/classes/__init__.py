@@ -107,6 +107,11 @@ class ViewRules(Protocol):
         """How a change to each source is applied, for `explain`."""
         ...
 
+    def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
+        """The view columns (name: type) whose value ranges narrow the refresh's read of the stored
+        rows: what `cluster_by` may name (see `layout`)."""
+        ...
+
 
 def _rules() -> dict[ViewClass, ViewRules]:
     from dbt_ivm.classes import aggregate, joins, outer_joins

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -97,9 +97,10 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
-def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Sequence[str] = ()) -> exp.Select:
+def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[str, str] | None = None) -> exp.Select:
     """Size of the change set; with a unique key, also its distinct keys and largest delta; for
-    each of `columns`, its smallest and largest value and whether it holds a NULL (`value_ranges`).
+    each of `columns` (name: type), its smallest and largest value and whether it holds a NULL
+    (`value_ranges`; a timestamp's in microseconds since the epoch, a timestamp_ntz's as text).
 
     An append under a declared unique key is only trusted when the change set itself keeps the
     key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
@@ -117,31 +118,50 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Sequence[s
     if unique_key:
         key = exp.Struct(expressions=[col(c) for c in unique_key])
         select = select.select(exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"))
-    for i, c in enumerate(columns):
+    for i, (c, type_) in enumerate((columns or {}).items()):
         missing = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=col(c)))
         nulls = exp.GT(this=missing, expression=lit(0))
-        select = select.select(
-            exp.Min(this=col(c)).as_(f"lo_{i}"), exp.Max(this=col(c)).as_(f"hi_{i}"), nulls.as_(f"nulls_{i}")
-        )
+        lo: exp.Expr = exp.Min(this=col(c))
+        hi: exp.Expr = exp.Max(this=col(c))
+        if type_ == "timestamp":
+            lo, hi = func("unix_micros", lo), func("unix_micros", hi)
+        elif type_ == "timestamp_ntz":
+            lo, hi = (exp.cast(v, exp.DataType.build("string")) for v in (lo, hi))
+        select = select.select(lo.as_(f"lo_{i}"), hi.as_(f"hi_{i}"), nulls.as_(f"nulls_{i}"))
     return select
 
 
 # Column types whose values `_bound` writes as literals, and Delta keeps file statistics of.
-RANGED_TYPES = re.compile(r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|date|(var)?char\(\d+\))")
+RANGED_TYPES = re.compile(
+    r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|date|timestamp(_ntz)?|(var)?char\(\d+\))"
+)
 
 
-def ranged_columns(plan: ViewPlan, types: Mapping[str, str]) -> list[str]:
-    """The view columns the MERGE narrows by the change set's value range (see `value_ranges`)."""
-    return [o.name for o in plan.outputs if RANGED_TYPES.fullmatch(types.get(o.name, "").lower())]
+def ranged_columns(plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
+    """The view columns the MERGE narrows by the change set's value range, with their types (see
+    `value_ranges`)."""
+    typed = {o.name: types.get(o.name, "").lower() for o in plan.outputs}
+    return {name: type_ for name, type_ in typed.items() if RANGED_TYPES.fullmatch(type_)}
 
 
 # Text the range filter writes as a literal: nothing a string literal would have to escape.
 _PLAIN_TEXT = re.compile(r"[A-Za-z0-9 _.,:;#@!?%&*()+=/-]*")
+# A timestamp_ntz as Spark writes it as text, which it reads back as the same value.
+_TIMESTAMP_TEXT = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?")
 
 
-def _bound(value: object) -> exp.Expr | None:
-    """A literal Spark orders exactly as the value it came from; None for a type left out (doubles:
-    NaN and -0.0; timestamps: the session's time zone; text that needs escaping)."""
+def _bound(value: object, type_: str) -> exp.Expr | None:
+    """A literal Spark orders exactly as the value it came from (a column of type `type_`). A
+    timestamp's is its instant (microseconds since the epoch: no time zone in between), a
+    timestamp_ntz's its text. None where no literal is exact: doubles (NaN and -0.0), text that
+    would need escaping, a timestamp_ntz whose text is not `yyyy-mm-dd hh:mm:ss[.f]` (a year
+    past 9999)."""
+    if type_ == "timestamp":
+        return func("timestamp_micros", exp.Literal.number(value)) if isinstance(value, int) else None
+    if type_ == "timestamp_ntz":
+        if not isinstance(value, str) or not _TIMESTAMP_TEXT.fullmatch(value):
+            return None
+        return exp.cast(exp.Literal.string(value), exp.DataType.build("timestamp_ntz", dialect="spark"))
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -155,24 +175,26 @@ def _bound(value: object) -> exp.Expr | None:
     return None
 
 
-def value_ranges(columns: Sequence[str], stats: Mapping[str, Any], table: str) -> list[exp.Expr]:
-    """Per view column, the range of the change set's values that every stored row it matches lies in.
+def value_ranges(columns: Mapping[str, str], stats: Mapping[str, Any], table: str) -> list[exp.Expr]:
+    """Per view column (name: type), the range of the change set's values that every stored row it
+    matches lies in.
 
     The MERGE matches a stored row only where each view column equals a change row's (NULL-safe),
     so the row's value lies between the change set's smallest and largest, or is NULL if the
     change set has a NULL there: adding this to ON changes no match. Delta skips the files whose
     statistics lie outside it, in both passes of the MERGE: changes local in a column (recent
-    orders) then read only the files that hold it.
+    orders) then read only the files that hold it, all the more on a storage laid out along it
+    (`layout`).
     """
     ranges: list[exp.Expr] = []
-    for i, c in enumerate(columns):
+    for i, (c, type_) in enumerate(columns.items()):
         lo, hi, nulls = stats.get(f"lo_{i}"), stats.get(f"hi_{i}"), bool(stats.get(f"nulls_{i}"))
         target = col(c, table)
         if lo is None and hi is None:
             if nulls:
                 ranges.append(exp.Is(this=target, expression=exp.null()))
             continue
-        low, high = _bound(lo), _bound(hi)
+        low, high = _bound(lo, type_), _bound(hi, type_)
         if low is None or high is None:
             continue
         between = exp.Between(this=target.copy(), low=low, high=high)
@@ -295,7 +317,7 @@ def merge_statement(
     backing: TableName,
     delta: str,
     identities: Mapping[int, list[int]] | None = None,
-    ranged: Sequence[str] = (),
+    ranged: Mapping[str, str] | None = None,
     stats: Mapping[str, Any] | None = None,
 ) -> exp.Merge:
     """Apply signed multiplicities by identity tuple; a count that would go negative is corrupt state, loudly.
@@ -342,7 +364,7 @@ def merge_statement(
     if identities is not None:
         on = exp.and_(on, identity_filter(plan, identities, t))
     if stats is not None:
-        on = exp.and_(on, *value_ranges(ranged, stats, t))
+        on = exp.and_(on, *value_ranges(ranged or {}, stats, t))
     return exp.Merge(
         this=target,
         using=temp_table(delta).as_(s),
@@ -383,7 +405,7 @@ class JoinRules:
         assert delta is not None
         name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
         refresh.run(cache_as(name, delta))
-        ranged = ranged_columns(plan, refresh.output_types)
+        ranged = self.ranged_columns(plan, refresh.output_types)
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key, ranged)))[0]
         n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)
         inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
@@ -396,6 +418,9 @@ class JoinRules:
         identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities, ranged, stats)
         return Write("merge", merge, inserted, deleted, detail, check_repeats=True)
+
+    def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
+        return ranged_columns(plan, types)
 
     def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:
         """The occurrences that take an outer join's unique-key flip, and a log detail: none here."""

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from dbt_ivm import analyze, render, verbatim
+from dbt_ivm import analyze, layout, render, verbatim
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
 from dbt_ivm.errors import ConfigError
 from dbt_ivm.ir import TableName
@@ -113,11 +113,11 @@ def test_identity_filter_names_each_changed_occurrence():
 
 def test_unique_key_names_output_columns():
     plan = analyze(JOIN, SCHEMA)
-    assert render.unique_key_columns(plan, None) == ()
-    assert render.unique_key_columns(plan, "ID") == ("id",)
-    assert render.unique_key_columns(plan, ["id", "name"]) == ("id", "name")
-    with pytest.raises(ConfigError, match="unique_key cust is not a column of the model"):
-        render.unique_key_columns(plan, ["id", "cust"])
+    assert render.output_columns(plan, None, "unique_key") == ()
+    assert render.output_columns(plan, "ID", "unique_key") == ("id",)
+    assert render.output_columns(plan, ["id", "name", "ID"], "unique_key") == ("id", "name")
+    with pytest.raises(ConfigError, match="unique_key 'cust' is not a column of the model"):
+        render.output_columns(plan, ["id", "cust"], "unique_key")
     stats = render.sql(joins.delta_stats("d", ("id",)))
     assert "MAX(`__ivm_d`) AS max_d" in stats and "COUNT(DISTINCT STRUCT(`id`)) AS keys" in stats
 
@@ -127,25 +127,71 @@ def test_the_merge_narrows_the_stored_rows_to_the_change_sets_value_ranges():
     from decimal import Decimal
 
     plan = analyze(JOIN, SCHEMA)
-    assert joins.ranged_columns(plan, {"id": "bigint", "amt": "double", "name": "string"}) == ["id", "name"]
-    stats = render.sql(joins.delta_stats("d", (), ["id", "name"]))
+    types = {"id": "bigint", "amt": "double", "name": "string"}
+    assert joins.ranged_columns(plan, types) == {"id": "bigint", "name": "string"}
+    stats = render.sql(joins.delta_stats("d", (), {"id": "bigint", "name": "string"}))
     assert "MIN(`id`) AS lo_0, MAX(`id`) AS hi_0, COUNT(*) - COUNT(`id`) > 0 AS nulls_0" in stats
     row = {"lo_0": -3, "hi_0": 7, "nulls_0": False, "lo_1": "a b", "hi_1": "x", "nulls_1": True}
-    ranges = [render.sql(r) for r in joins.value_ranges(["id", "name"], row, "t")]
+    ranged = {"id": "bigint", "name": "string"}
+    ranges = [render.sql(r) for r in joins.value_ranges(ranged, row, "t")]
     assert ranges == ["`t`.`id` BETWEEN -3 AND 7", "(`t`.`name` IS NULL OR `t`.`name` BETWEEN 'a b' AND 'x')"]
     only_nulls = {"lo_0": None, "hi_0": None, "nulls_0": True}
-    assert [render.sql(r) for r in joins.value_ranges(["id"], only_nulls, "t")] == ["`t`.`id` IS NULL"]
+    assert [render.sql(r) for r in joins.value_ranges({"id": "bigint"}, only_nulls, "t")] == ["`t`.`id` IS NULL"]
     # values a literal could not write exactly leave the column unfiltered
     for lo, hi in (("it's", "z"), ("a", "back\\slash"), (0.5, 1.5), (True, True)):
-        assert joins.value_ranges(["c"], {"lo_0": lo, "hi_0": hi, "nulls_0": False}, "t") == []
+        assert joins.value_ranges({"c": "string"}, {"lo_0": lo, "hi_0": hi, "nulls_0": False}, "t") == []
     dates = {"lo_0": datetime.date(2024, 1, 2), "hi_0": datetime.date(2024, 3, 4), "nulls_0": False}
-    assert render.sql(joins.value_ranges(["d"], dates, "t")[0]) == (
+    assert render.sql(joins.value_ranges({"d": "date"}, dates, "t")[0]) == (
         "`t`.`d` BETWEEN CAST('2024-01-02' AS DATE) AND CAST('2024-03-04' AS DATE)"
     )
     money = {"lo_0": Decimal("-1.25"), "hi_0": Decimal("7.50"), "nulls_0": False}
-    assert render.sql(joins.value_ranges(["m"], money, "t")[0]) == "`t`.`m` BETWEEN -1.25 AND 7.50"
-    merge = render.sql(joins.merge_statement(plan, TableName("db", "v__ivm"), "d", None, ["id"], row))
+    assert render.sql(joins.value_ranges({"m": "decimal(9,2)"}, money, "t")[0]) == "`t`.`m` BETWEEN -1.25 AND 7.50"
+    merge = render.sql(joins.merge_statement(plan, TableName("db", "v__ivm"), "d", None, {"id": "bigint"}, row))
     assert merge.count("BETWEEN -3 AND 7") == 1 and "BETWEEN 'a b'" not in merge
+
+
+def test_a_timestamps_value_range_is_its_instant_and_a_timestamp_ntzs_its_text():
+    """No time zone between the change set's bounds and the MERGE's: a timestamp's bound is its
+    microseconds since the epoch; a timestamp_ntz has no zone, its text reads back as itself."""
+    stats = render.sql(joins.delta_stats("d", (), {"ts": "timestamp", "n": "timestamp_ntz"}))
+    assert "UNIX_MICROS(MIN(`ts`)) AS lo_0, UNIX_MICROS(MAX(`ts`)) AS hi_0" in stats
+    assert "CAST(MIN(`n`) AS STRING) AS lo_1" in stats
+    row = {"lo_0": -5, "hi_0": 1709251200000000, "nulls_0": True, "lo_1": "2024-01-01 00:00:00", "nulls_1": False}
+    row["hi_1"] = "2024-01-02 03:04:05.25"
+    assert [render.sql(r) for r in joins.value_ranges({"ts": "timestamp", "n": "timestamp_ntz"}, row, "t")] == [
+        "(`t`.`ts` IS NULL OR `t`.`ts` BETWEEN TIMESTAMP_MICROS(-5) AND TIMESTAMP_MICROS(1709251200000000))",
+        "`t`.`n` BETWEEN CAST('2024-01-01 00:00:00' AS TIMESTAMP_NTZ) "
+        "AND CAST('2024-01-02 03:04:05.25' AS TIMESTAMP_NTZ)",
+    ]
+    for lo in ("+10000-01-01 00:00:00", "2024-01-01T00:00:00Z", None):
+        unread = {"lo_0": lo, "hi_0": "2024-01-01 00:00:00", "nulls_0": False}
+        assert joins.value_ranges({"n": "timestamp_ntz"}, unread, "t") == []
+
+
+def test_cluster_by_names_columns_the_refresh_narrows_by_and_sorts_the_build():
+    plan = analyze(JOIN, SCHEMA)
+    rules = rules_for(plan)
+    types = {"id": "bigint", "name": "string"}
+    ranged = rules.ranged_columns(plan, types)
+    assert layout.cluster_columns(plan, None, ranged, types) == ()
+    assert layout.cluster_columns(plan, "ID", ranged, types) == ("id",)
+    assert layout.cluster_columns(plan, ["name", "id", "name"], ranged, types) == ("name", "id")
+    with pytest.raises(ConfigError, match=r"cluster_by 'amt' is not a column of the model \(its columns: id, name\)"):
+        layout.cluster_columns(plan, ["id", "amt"], ranged, types)
+    with pytest.raises(ConfigError, match="cluster_by must be a column name or a list of column names, not 1"):
+        layout.cluster_columns(plan, 1, ranged, types)
+    binary = {"id": "bigint", "name": "binary"}
+    with pytest.raises(ConfigError, match=r"cluster_by 'name' \(binary\) cannot narrow.*narrows by id; drop"):
+        layout.cluster_columns(plan, "name", rules.ranged_columns(plan, binary), binary)
+    grouped = analyze("select c.name, count(*) as n from db.c c group by c.name", SCHEMA)
+    counted = {"name": "string", "n": "bigint"}
+    with pytest.raises(ConfigError, match="narrows by none of its columns"):
+        layout.cluster_columns(grouped, "name", rules_for(grouped).ranged_columns(grouped, counted), counted)
+    rows = joins.build_select(plan, {"db.o": 1, "db.c": 2})
+    assert layout.clustered(rows, ()) is rows
+    sorted_rows = render.sql(layout.clustered(rows, ("id", "name")))
+    assert sorted_rows.endswith("ORDER BY `id`, `name`")  # ascending: NULLs first, as Spark sorts them
+    assert "ORDER BY" not in render.sql(rows)  # the plan's own select is left as it was
 
 
 def test_term_versions_telescope():

@@ -74,6 +74,7 @@ class IvmSparkAdapter(SparkAdapter):
         unique_key: Any = None,
         deterministic_functions: Any = None,
         refresh_policy: Any = None,
+        cluster_by: Any = None,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -81,6 +82,8 @@ class IvmSparkAdapter(SparkAdapter):
         skip the probe of the stored rows. `deterministic_functions` (the model config): functions
         that are not Spark built-ins (UDFs) the user declares deterministic. `refresh_policy`
         (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
+        `cluster_by` (the model config): output columns the stored rows are laid out by, so a
+        refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
         """
         functions = (
             [deterministic_functions]
@@ -97,6 +100,7 @@ class IvmSparkAdapter(SparkAdapter):
                 unique_key=unique_key,
                 functions=functions,
                 refresh_policy=refresh_policy,
+                cluster_by=cluster_by,
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -7,8 +7,8 @@ skipped. With `cluster_by`, a build writes the rows sorted by those columns, in 
 `FILE_ROWS` rows: each file then holds a narrow range of them, and a change local in them
 (recent dates, the newest orders) reads and rewrites only the few files of its range. What a
 refresh inserts goes to new files of its change rows only; refreshes do not re-sort, the next
-build does. The layout changes no row:
-`cluster_by` is not part of the view's definition, and a changed one applies from the next build.
+build does. The layout changes no row: `cluster_by` is not part of the view's definition, and a
+changed one applies from the next build.
 """
 
 from __future__ import annotations

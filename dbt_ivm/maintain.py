@@ -440,12 +440,6 @@ class Maintainer:
         mark, self.read_version = read_history(self.db, self.backing)
         if full_refresh:
             return self.build(plan, pinned, "full refresh", mark)
-        built_by = props.get(PROP_CLUSTER_BY, "")
-        if built_by != ",".join(self.cluster_by):
-            self.log(
-                f"fast_mv {self.view}: cluster_by is ({', '.join(self.cluster_by)}), the stored rows are sorted by "
-                f"({built_by.replace(',', ', ')}): the layout changes at the next build (--full-refresh)"
-            )
         reason = self._rebuild_reason(plan, props, mark)
         if reason:
             return self.rebuild(plan, pinned, reason, mark)
@@ -456,6 +450,12 @@ class Maintainer:
             user_view = self.rules.user_view(plan, self.backing, self._describe)
             self.run(render.sql(render.create_view(self.view, user_view)))
         assert mark is not None
+        built_by = props.get(PROP_CLUSTER_BY, "")
+        if built_by != ",".join(self.cluster_by):
+            self.log(
+                f"fast_mv {self.view}: cluster_by is ({', '.join(self.cluster_by)}), the stored rows are sorted by "
+                f"({built_by.replace(',', ', ')}): the layout changes at the next build (--full-refresh)"
+            )
         return self.refresh(plan, mark, pinned)
 
     def _rebuild_reason(self, plan: ViewPlan, props: Mapping[str, str], mark: Watermark | None) -> str:

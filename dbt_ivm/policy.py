@@ -53,7 +53,7 @@ class Costs:
     rebuild = rebuild_fixed + scan * (rows of every source) + write * view rows
     """
 
-    # Least squares (non-negative) over the 31 cases of benchmarks/results/20261123.csv (1M and 10M
+    # Least squares (non-negative) over the 33 cases of benchmarks/results/20261123.csv (1M and 10M
     # rows, 5 views, 3 change kinds; `benchmarks/RESULTS.md`), rounded; the fit gave 0 for the
     # probe and the filtered MERGE's per-row costs, which keep a small floor here.
     fixed: float = 3.0

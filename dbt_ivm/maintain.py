@@ -260,6 +260,12 @@ def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
     return describe_query(db, plan.query)
 
 
+def session_setting(db: Database, key: str) -> str:
+    """The session's value of one setting ('' when the session has none)."""
+    found = db.query(f"SET {key}")
+    return str(found[0].get("value")) if found else ""
+
+
 def session_settings(db: Database) -> dict[str, str]:
     """The session's values of `MEANING_SETTINGS` (one `SET -v` for all, defaults included)."""
     rows = db.query("SET -v")
@@ -267,8 +273,7 @@ def session_settings(db: Database) -> dict[str, str]:
     out = {}
     for key in MEANING_SETTINGS:
         if key not in values:
-            found = db.query(f"SET {key}")
-            values[key] = str(found[0].get("value")) if found else ""
+            values[key] = session_setting(db, key)
         out[key] = values[key]
     return out
 
@@ -329,8 +334,7 @@ def file_rows(db: Database, rows: int | None) -> Iterator[None]:
     if not rows:
         yield
         return
-    found = db.query(f"SET {layout.MAX_RECORDS_CONF}")
-    before = str(found[0].get("value", "")).strip() if found else ""
+    before = session_setting(db, layout.MAX_RECORDS_CONF).strip()
     limit = min(rows, int(before)) if before.isdigit() and int(before) > 0 else rows
     db.execute(f"SET {layout.MAX_RECORDS_CONF}={limit}")
     try:

@@ -327,8 +327,9 @@ def run(
         for view in views:
             maintainer(db, view).materialize(full_refresh=True)
         for view in views:
-            # caught up, untimed: its first case must not also carry the batches of the views before it
-            maintainer(db, view, "incremental").materialize()
+            # caught up, untimed: its first case must not also carry the batches of the views before it;
+            # under auto, as users run it, so that its watermark carries the sizes auto's estimates use
+            maintainer(db, view).materialize()
             same_rows = [f * sizes[0] / n for f in fractions] if view in scaled and n != sizes[0] else []
             for kind in (k for v, k in cases_of if v == view):
                 for fraction in sorted({*fractions, *same_rows}):

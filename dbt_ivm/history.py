@@ -91,17 +91,27 @@ def changed_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> 
         operation = str(row.get("operation") or "").upper()
         if operation in NO_DATA_OPERATIONS:
             continue
-        if _is_true(row.get("isBlindAppend")) or (operation == "WRITE" and _mode(row) == "append"):
-            parts: tuple[tuple[str, int], ...] = (("numOutputRows", 1),)
-        else:
-            parts = _CHANGE_METRICS.get(operation, ())
-        if not parts:
+        parts = (("numOutputRows", 1),) if _appends(row, operation) else _CHANGE_METRICS.get(operation, ())
+        counted = _weighted(row, parts) if parts else None
+        if counted is None:
             return None
-        for name, weight in parts:
-            value = metric(row, name)
-            if value is None:
-                return None
-            total += weight * value
+        total += counted
+    return total
+
+
+def _appends(row: Mapping[str, Any], operation: str) -> bool:
+    """A commit that only added rows: a blind append, or a WRITE in append mode (INSERT … SELECT)."""
+    return _is_true(row.get("isBlindAppend")) or (operation == "WRITE" and _mode(row) == "append")
+
+
+def _weighted(row: Mapping[str, Any], parts: Iterable[tuple[str, int]]) -> int | None:
+    """The sum of each metric times its weight; None when a metric is missing."""
+    total = 0
+    for name, weight in parts:
+        value = metric(row, name)
+        if value is None:
+            return None
+        total += weight * value
     return total
 
 
@@ -112,3 +122,40 @@ def _mode(row: Mapping[str, Any]) -> str:
         return str(params.get("mode") or "").lower()
     found = re.search(r'"?mode"?\s*(?:->|:|=)\s*"?(\w+)', str(params or ""))
     return found.group(1).lower() if found else ""
+
+
+# Operations that replace the whole table: its rows after are their output rows.
+_REPLACING = frozenset({"CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"})
+
+
+def rows_after(before: int, history: Iterable[Mapping[str, Any]], start: int, end: int) -> int | None:
+    """A table's rows after versions start..end, from its rows `before` them and the commits'
+    metrics; None when a commit is missing from `history` or its metrics do not say.
+
+    For `refresh_policy: auto`'s sizes (`Maintainer._sizes`), never for correctness. Appends
+    add their output rows, deletes take their deleted rows, updates change no count, merges add
+    their inserted and take their deleted rows, a CREATE OR REPLACE … AS SELECT sets them; an
+    overwrite, a RESTORE, a TRUNCATE or anything else leaves the count unknown.
+    """
+    commits = _commits(history, start, end)
+    if commits is None:
+        return None
+    rows = before
+    for row in sorted(commits, key=lambda r: int(r["version"])):
+        operation = str(row.get("operation") or "").upper()
+        if operation in NO_DATA_OPERATIONS or operation == "UPDATE":
+            continue
+        parts: tuple[tuple[str, int], ...] = ()
+        if operation in _REPLACING:
+            rows, parts = 0, (("numOutputRows", 1),)
+        elif _appends(row, operation):
+            parts = (("numOutputRows", 1),)
+        elif operation == "DELETE":
+            parts = (("numDeletedRows", -1),)
+        elif operation == "MERGE":
+            parts = (("numTargetRowsInserted", 1), ("numTargetRowsDeleted", -1))
+        added = _weighted(row, parts) if parts else None
+        if added is None:
+            return None
+        rows += added
+    return rows

@@ -41,6 +41,9 @@ class Watermark:
     token: int = 0
     run: str = ""  # the run that wrote it: tells a writer its own commit from another's
     commit_version: int | None = None  # the backing table's version that recorded it
+    # Sizes for refresh_policy auto (never for correctness; empty when not known): each source's
+    # rows at the version consumed, and under the storage's own key its rows before this commit.
+    rows: Mapping[str, int] = field(default_factory=dict)
 
     def encode(self) -> str:
         body = {
@@ -51,6 +54,8 @@ class Watermark:
             "token": self.token,
             "run": self.run,
         }
+        if self.rows:
+            body["rows"] = dict(sorted(self.rows.items()))
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -65,6 +70,7 @@ class Watermark:
             int(body.get("token", 0)),
             str(body.get("run", "")),
             commit_version,
+            {k: int(v) for k, v in body.get("rows", {}).items()},
         )
 
 

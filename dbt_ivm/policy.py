@@ -2,8 +2,9 @@
 
 - `auto` (the default): refresh, unless this refresh's inputs say a rebuild is cheaper. The
   inputs are read before any change row is: each moved source's change rows (its commits'
-  metrics), every source's rows at the pinned version and the view's stored rows (Delta answers
-  `count(*)` from its log). The estimate is a linear cost model (`Costs`) fitted to
+  metrics), every source's rows at the pinned version and the view's stored rows (carried in the
+  watermark and moved on by the commits' metrics; counted, which Delta answers from its log,
+  only when the watermark has none). The estimate is a linear cost model (`Costs`) fitted to
   `benchmarks/` figures on the 2-core reference machine; `explain` prints it.
 - `incremental`: never rebuilds on its own; a refresh that cannot run incrementally (the model
   changed, the stored state is from an older release, the session's settings changed) fails with

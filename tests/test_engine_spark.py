@@ -9,7 +9,7 @@ from dbt_ivm import layout, render
 from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view, table_exists
+from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view, read_watermark, table_exists
 from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
@@ -72,6 +72,8 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     spark.sql(f"update {DB}.o set amt = amt + 1 where id % 500 = 3")
     m = mv(spark_db)
     m.materialize()
+    # the staged change sets are released: dropping their views dropped their cached rows
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
     statements = "\n".join(m.statements)
     assert f"TABLE_CHANGES('`{DB}`.`o`'" in statements
     assert f"TABLE_CHANGES('`{DB}`.`c`'" not in statements  # an unchanged source costs no feed read
@@ -85,8 +87,7 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
         staged = joins.delta_select(plan, versions_old, versions_new, {0: "__ivm_plan_chg"})
         physical = spark.sql("EXPLAIN " + render.sql(staged)).collect()[0][0]
     finally:
-        for statement in render.release("__ivm_plan_chg"):
-            spark.sql(statement)
+        spark.sql(render.release("__ivm_plan_chg"))
     assert "BroadcastHashJoin" in physical and "SortMergeJoin" not in physical, physical
     assert_consistent(spark, spark_db)
 
@@ -358,23 +359,42 @@ def test_refresh_policy_auto_chooses_by_the_estimate_and_full_always_rebuilds(sp
 
     from dbt_ivm import policy
 
-    mv(spark_db).materialize()
+    def counts(tables=("o", "c", "v__ivm")) -> dict[str, int]:
+        return {f"{DB}.{t}": spark.sql(f"SELECT count(*) FROM {DB}.{t}").collect()[0][0] for t in tables}
+
+    sizes = counts(("o", "c")) | {f"{DB}.v__ivm": 0}
+    mv(spark_db, policy="auto").materialize()  # a first build under auto counts the sizes, once
+    assert read_watermark(spark_db, TableName(DB, "v__ivm")).rows == sizes
     spark.sql(f"update {DB}.o set amt = amt + 1 where id % 100 = 7")
     logs: list[str] = []
+    queried = len(spark_db.log)
     out = mv(spark_db, policy="auto", log=logs.append).materialize()  # 2,000 rows: the MERGE's fixed cost
     assert out.action == "built", out.message
     assert any("refresh_policy auto: rebuild, estimated cheaper (40 change rows, 2050 source rows" in x for x in logs)
+    assert not any("AS `n0`" in q for q in spark_db.log[queried:]), "sizes counted again"
     assert_consistent(spark, spark_db)
     monkeypatch.setattr(policy, "COSTS", dataclasses.replace(policy.COSTS, rebuild_fixed=1000.0))
-    spark.sql(f"delete from {DB}.o where id % 100 = 8")
-    logs.clear()
-    out = mv(spark_db, policy="auto", log=logs.append).materialize()
-    assert out.action == "refreshed" and out.path == "merge", out.message
-    assert any("refresh_policy auto: incremental (20 change rows" in x for x in logs), logs
+
+    # The rebuild recorded the sizes its estimate counted; from them and the commits' metrics the
+    # next estimates know the sizes without counting, and each records them again.
+    for change in (f"delete from {DB}.o where id % 100 = 8", f"insert into {DB}.o values (6000, 1, 2.0)"):
+        spark.sql(change)
+        before, logs[:], queried = counts(), [], len(spark_db.log)
+        out = mv(spark_db, policy="auto", log=logs.append).materialize()
+        assert out.action == "refreshed", out.message
+        assert not any("AS `n0`" in q for q in spark_db.log[queried:]), "sizes counted again"
+        assert read_watermark(spark_db, TableName(DB, "v__ivm")).rows == before
+    assert any("refresh_policy auto: incremental (1 change rows" in x for x in logs), logs
     spark.sql(f"insert into {DB}.o values (5000, 1, 2.0)")
     assert mv(spark_db, policy="full").materialize().action == "built"
     assert mv(spark_db, policy="auto").materialize().action == "no changes"  # the rebuild kept the watermark
     assert_consistent(spark, spark_db)
+    # the rebuild carried the sizes on to its versions: the next estimate still counts nothing
+    spark.sql(f"insert into {DB}.o values (6001, 1, 2.0)")
+    before, queried = counts(), len(spark_db.log)
+    assert mv(spark_db, policy="auto").materialize().action == "refreshed"
+    assert not any("AS `n0`" in q for q in spark_db.log[queried:]), "sizes counted again"
+    assert read_watermark(spark_db, TableName(DB, "v__ivm")).rows == before
     # a dropped view over sound stored rows is created again, not rebuilt (incremental allows it)
     spark.sql(f"drop view {DB}.v")
     spark.sql(f"insert into {DB}.o values (5001, 2, 3.0)")

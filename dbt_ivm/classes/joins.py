@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -184,7 +184,8 @@ def value_ranges(columns: Mapping[str, str], stats: Mapping[str, Any], table: st
     change set has a NULL there: adding this to ON changes no match. Delta skips the files whose
     statistics lie outside it, in both passes of the MERGE: changes local in a column (recent
     orders) then read only the files that hold it, all the more on a storage laid out along it
-    (`layout`).
+    (`layout`). The probe whether a change set only appends (`existing_identities`) narrows the
+    same way.
     """
     ranges: list[exp.Expr] = []
     for i, (c, type_) in enumerate(columns.items()):
@@ -247,20 +248,23 @@ def identity_filter(plan: ViewPlan, identities: Mapping[int, list[int]], table: 
     return exp.paren(exp.or_(*parts)) if parts else exp.false()
 
 
-def existing_identities(plan: ViewPlan, backing: TableName, staged: Mapping[int, str]) -> exp.Select:
+def existing_identities(
+    plan: ViewPlan, backing: TableName, staged: Mapping[int, str], ranges: Sequence[exp.Expr] = ()
+) -> exp.Select:
     """How many stored rows mention a changed source row (0: every changed key is new, append).
 
     Reads one bigint column of the view per changed occurrence: every key of the change set
-    carries the identity of a change row in that occurrence's column.
+    carries the identity of a change row in that occurrence's column. `ranges` (`value_ranges`
+    over `t`) narrow it to the stored rows a change row can match, so on a storage laid out along
+    them (`layout`) new rows beyond the stored ones read no file.
     """
-    probes = [
-        exp.select(lit(1).as_("one"))
-        .from_(backing.to_table())
-        .where(
-            exp.In(this=col(plan.sources[i].rid), query=exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery())
-        )
-        for i, name in sorted(staged.items())
-    ]
+    probes = []
+    for i, name in sorted(staged.items()):
+        target = backing.to_table()
+        target.set("alias", exp.TableAlias(this=ident("t")))
+        changed = exp.select(col(RID_COLUMN)).from_(temp_table(name)).subquery()
+        found = exp.In(this=col(plan.sources[i].rid, "t"), query=changed)
+        probes.append(exp.select(lit(1).as_("one")).from_(target).where(exp.and_(found, *[r.copy() for r in ranges])))
     return exp.select(exp.Count(this=exp.Star()).as_("n")).from_(union_all(probes).subquery(ident(f"{HIDDEN_PREFIX}p")))
 
 
@@ -413,7 +417,7 @@ class JoinRules:
             raise StateError(refresh.key_violation)
         if n == 0:
             return Write("empty", empty_commit(refresh.backing), 0, 0, detail)
-        if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name)):
+        if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name, value_ranges(ranged, stats, "t"))):
             return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail)
         identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities, ranged, stats)
@@ -430,13 +434,16 @@ class JoinRules:
         """Each changed occurrence's change-row identities, or None when too many to write out."""
         return read_identities(refresh, changed_identities(refresh.staged, MAX_FILTER_IDENTITIES + 1))
 
-    def all_new(self, refresh: Refresh, delta: str) -> bool:
-        """No stored row mentions a changed source row: the change set only appends.
+    def all_new(self, refresh: Refresh, delta: str, ranges: Sequence[exp.Expr] = ()) -> bool:
+        """No stored row mentions a changed source row: the change set only appends. `ranges`:
+        the change set's value ranges over the stored rows `t` (a stored row outside them
+        matches no change row, see `value_ranges`).
 
         Skipped under a declared unique key: a row this refresh adds cannot share its key with a
         stored row without the model's rows repeating the key.
         """
-        rows = refresh.query(sql(existing_identities(refresh.plan, refresh.backing, refresh.staged)))
+        probe = existing_identities(refresh.plan, refresh.backing, refresh.staged, ranges)
+        rows = refresh.query(sql(probe))
         return int(rows[0]["n"]) == 0
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:

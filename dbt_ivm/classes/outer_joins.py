@@ -10,7 +10,7 @@ Not monotone: a row added to a null-supplied side removes the padded rows it now
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
@@ -36,12 +36,15 @@ def stored_identities(plan: ViewPlan, delta: str, limit: int) -> exp.Select:
     return exp.select("*").from_(rows.subquery(ident(f"{HIDDEN_PREFIX}ids"))).distinct().limit(limit)
 
 
-def stored_matches(plan: ViewPlan, backing: TableName, delta: str) -> exp.Select:
-    """How many stored rows have the key of a change-set row (NULL-safe): 0 means an append."""
+def stored_matches(plan: ViewPlan, backing: TableName, delta: str, ranges: Sequence[exp.Expr] = ()) -> exp.Select:
+    """How many stored rows have the key of a change-set row (NULL-safe): 0 means an append.
+    `ranges`: the change set's value ranges over `t` (`joins.value_ranges`), so Delta skips the
+    files no change row can match."""
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident("t")))
     found = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(target)
-    return found.join(temp_table(delta).as_("s"), on=key_match(plan, "t", "s"), join_type="left semi")
+    found = found.join(temp_table(delta).as_("s"), on=key_match(plan, "t", "s"), join_type="left semi")
+    return found.where(exp.and_(*[r.copy() for r in ranges])) if ranges else found
 
 
 class OuterJoinRules(JoinRules):
@@ -53,8 +56,8 @@ class OuterJoinRules(JoinRules):
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
         return read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))
 
-    def all_new(self, refresh: Refresh, delta: str) -> bool:
-        rows = refresh.query(sql(stored_matches(refresh.plan, refresh.backing, delta)))
+    def all_new(self, refresh: Refresh, delta: str, ranges: Sequence[exp.Expr] = ()) -> bool:
+        rows = refresh.query(sql(stored_matches(refresh.plan, refresh.backing, delta, ranges)))
         return int(rows[0]["n"]) == 0
 
     def append_statement(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dbt_ivm.errors import ConfigError
-from dbt_ivm.history import changed_rows
+from dbt_ivm.history import changed_rows, rows_after
 from dbt_ivm.policy import COSTS, Inputs, RefreshPolicy, choose, parse_policy
 from tests.unit.test_history import commit
 
@@ -62,3 +62,26 @@ def test_changed_rows_counts_appends_updates_deletes_and_merges():
     overwrite = commit(5, "WRITE", blind=False) | {"operationParameters": "{mode -> Overwrite}"}
     assert changed_rows([overwrite], 5, 5) is None
     assert changed_rows([commit(5, "DELETE", blind=False, rows=None)], 5, 5) is None  # no row count
+
+
+def test_rows_after_follows_appends_deletes_and_merges_from_the_metrics():
+    """auto's sizes without a count(*): the rows before, plus what each commit's metrics say."""
+    merge = {"numTargetRowsInserted": "7", "numTargetRowsUpdated": "2", "numTargetRowsDeleted": "3"}
+    history = [
+        commit(9, "MERGE", blind=False, rows=None) | {"operationMetrics": merge},
+        commit(8, "OPTIMIZE", blind=False, rows=None),
+        commit(7, "UPDATE", blind=False, rows=None) | {"operationMetrics": {"numUpdatedRows": "5"}},
+        commit(6, "DELETE", blind=False, rows=None) | {"operationMetrics": {"numDeletedRows": "4"}},
+        commit(5, rows=10),
+    ]
+    assert rows_after(100, history, 5, 9) == 100 + 10 - 4 + 7 - 3
+    assert rows_after(100, history, 10, 9) == 100  # no commit: the rows before
+    assert rows_after(100, history, 4, 9) is None  # a commit missing
+    replaced = commit(10, "CREATE OR REPLACE TABLE AS SELECT", blind=False, rows=42)
+    assert rows_after(100, [*history, replaced], 5, 10) == 42  # the replace sets them
+    for unknown in (
+        commit(5, "WRITE", blind=False) | {"operationParameters": {"mode": "Overwrite"}},
+        commit(5, "RESTORE", blind=False, rows=None),
+        commit(5, "DELETE", blind=False, rows=None),  # a delete of whole files without a row count
+    ):
+        assert rows_after(100, [unknown], 5, 5) is None

@@ -15,7 +15,14 @@ from dbt_ivm import analyze, layout, render, verbatim
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
 from dbt_ivm.errors import ConfigError
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import backing_table, created_times, parse_describe_extended, parse_properties
+from dbt_ivm.maintain import (
+    CatalogEntry,
+    backing_table,
+    catalog_entries,
+    created_times,
+    parse_describe_extended,
+    parse_properties,
+)
 from dbt_ivm.metadata import Watermark, latest_watermark
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -148,6 +155,14 @@ def test_the_merge_narrows_the_stored_rows_to_the_change_sets_value_ranges():
     assert render.sql(joins.value_ranges({"m": "decimal(9,2)"}, money, "t")[0]) == "`t`.`m` BETWEEN -1.25 AND 7.50"
     merge = render.sql(joins.merge_statement(plan, TableName("db", "v__ivm"), "d", None, {"id": "bigint"}, row))
     assert merge.count("BETWEEN -3 AND 7") == 1 and "BETWEEN 'a b'" not in merge
+    # the probe whether the change set only appends narrows the same way, per changed occurrence
+    narrow = joins.value_ranges({"id": "bigint"}, row, "t")
+    probe = render.sql(joins.existing_identities(plan, TableName("db", "v__ivm"), {0: "c0", 1: "c1"}, narrow))
+    assert probe.count("`t`.`id` BETWEEN -3 AND 7") == 2 and probe.count("`t`.`__ivm_rid_") == 2
+    assert "BETWEEN" not in render.sql(joins.existing_identities(plan, TableName("db", "v__ivm"), {0: "c0"}))
+    outer = analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA)
+    matches = render.sql(outer_joins.stored_matches(outer, TableName("db", "v__ivm"), "d", narrow))
+    assert matches.endswith("WHERE `t`.`id` BETWEEN -3 AND 7")
 
 
 def test_a_timestamps_value_range_is_its_instant_and_a_timestamp_ntzs_its_text():
@@ -265,6 +280,26 @@ def test_created_times_one_query_per_database():
         "db2.o": "Mon Nov 23 04:57:41 UTC 2026",
     }
     assert db.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|c'", "SHOW TABLE EXTENDED IN `db2` LIKE 'o'"]
+
+
+def test_catalog_entries_tell_tables_from_views_and_skip_temporary_views():
+    """One statement tells a refresh its sources' creation times and whether its storage and view exist."""
+
+    class FakeDb:
+        queries: ClassVar[list[str]] = []
+
+        def query(self, sql):
+            self.queries.append(sql)
+            return [
+                {"tableName": "o", "isTemporary": False, "information": "Created Time: T1\nType: MANAGED\n"},
+                {"tableName": "v", "isTemporary": False, "information": "Created Time: T2\nType: VIEW\n"},
+                {"tableName": "v__ivm", "isTemporary": True, "information": "Type: VIEW\n"},
+            ]
+
+    tables = [TableName("db", "o"), TableName("db", "v__ivm"), TableName("db", "v")]
+    entries = catalog_entries(FakeDb(), tables)
+    assert entries == {"db.o": CatalogEntry("T1", "MANAGED"), "db.v": CatalogEntry("T2", "VIEW")}
+    assert FakeDb.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|v__ivm|v'"]
 
 
 def test_unique_key_flip_keys_and_sql():

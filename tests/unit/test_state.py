@@ -36,6 +36,10 @@ def test_watermark_round_trips_its_token_and_run():
     read = latest_watermark(rows)
     assert read is not None and read.token == mark.token and read.run == "r1" and read.commit_version == 8
     assert read.encode() == mark.encode()
+    sized = Watermark({"db.o": 4}, "abc", rows={"db.v__ivm": 0, "db.o": 12})
+    read = latest_watermark([{"version": 3, "userMetadata": sized.encode()}])
+    assert read is not None and read.rows == {"db.o": 12, "db.v__ivm": 0} and read.encode() == sized.encode()
+    assert '"rows"' not in mark.encode()  # unknown sizes are not written
 
 
 def test_settings_changed_names_each_setting_with_both_values():

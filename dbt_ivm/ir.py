@@ -220,6 +220,16 @@ class ViewPlan:
         return self.view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN) and not self.group_by
 
     @property
+    def keeps_extremes(self) -> bool:
+        """A MIN or MAX: a deleted row that held its group's extreme has the group recomputed."""
+        return any(a.function in (AggregateFunction.MIN, AggregateFunction.MAX) for a in self.aggregates)
+
+    @property
+    def pads(self) -> bool:
+        """An outer join: a source is null-supplied, and a change to it can add or remove padded rows."""
+        return any(s.side is not Side.PRESERVED for s in self.sources)
+
+    @property
     def tables(self) -> tuple[TableName, ...]:
         """Distinct source tables, in first-occurrence order."""
         seen: dict[str, TableName] = {}

@@ -692,7 +692,7 @@ class Maintainer:
             for key, rows in histories.items()
             for a, b in [moved[key]]
         }
-        appends = self.rules.MONOTONE and all(
+        appended = all(
             rows is not None and appended_rows(rows, a + 1, b) is not None
             for key, rows in histories.items()
             for a, b in [moved[key]]
@@ -703,7 +703,18 @@ class Maintainer:
         self.sizes = counts
         rows = [counts[s.table.key] for s in plan.sources]
         joined = {key: sum(sum(rows) - rows[s.index] for s in plan.sources if s.table.key == key) for key in moved}
-        return choose(Inputs(changes, joined, appends, sum(rows), counts[self.backing.key]))
+        return choose(
+            Inputs(
+                changes,
+                joined,
+                self.rules.MONOTONE and appended,
+                sum(rows),
+                counts[self.backing.key],
+                joins=len(plan.sources) > 1,
+                compensates=plan.pads,
+                removes_extremes=plan.keeps_extremes and not appended,
+            )
+        )
 
     def _build_sizes(self, plan: ViewPlan, pinned: Mapping[str, int], previous: Watermark | None) -> dict[str, int]:
         """The sizes a build records: the sources' as auto's estimate took them, or as the previous

@@ -11,7 +11,10 @@ and mixed and local to its newest 1 % (a third each inserted, updated, deleted).
 is checked against the recompute and compared, in the same run, with a rebuild of the same
 view (`--full-refresh`) and a `table` model of the same SQL (CREATE OR REPLACE TABLE ... AS);
 insert-only changes of the join also with a dbt-spark `incremental` model (`merge` strategy on
-the fact's key, as users write it today). Each timing is the median of `--repeats` runs.
+the fact's key, as users write it today). Each timing is the median of `--repeats` runs; with
+it go the statements the refresh issued, the costliest kinds of them, the rows and data files it
+read from storage and the rows its rebuild read (Spark's scan metrics, `rows_read`), and the
+driver's peak heap.
 
 Writes `benchmarks/results/<run>.csv` (one row per case), `<run>.md` (the table, the machine,
 the ratios, the scaling figure t(10N)/t(N)) and, with matplotlib installed, `<run>.png`;
@@ -91,6 +94,9 @@ class Case:
     view_rows: int = 0
     peak_memory_mb: float = 0.0  # the driver JVM's peak heap use during the refresh
     largest_costs: str = ""  # the median refresh's costliest kinds of statement
+    rows_read: int = 0  # rows the median refresh read from storage: data files and change feeds
+    files_read: int = 0  # data files it read (after Delta's data skipping)
+    rebuild_rows_read: int = 0  # the same for the rebuild that followed it
     auto_reason: str = ""  # auto's log line: its inputs and both estimates (the last run's)
     runs: list[float] = field(default_factory=list)
 
@@ -137,6 +143,47 @@ def statement_kind(sql: str) -> str:
     if staged := STAGED.match(sql.lstrip()):
         return f"stage {staged[1]}"
     return "query" if head in ("SELECT", "WITH") else "metadata"
+
+
+def next_execution(spark: Any) -> int:
+    """The id Spark's next SQL execution gets: above every one its status store still holds (it
+    keeps the newest 1,000 (`spark.sql.ui.retainedExecutions`), so their count is not an id)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1) + 1
+
+
+def execution_metrics(spark: Any, since: int) -> Iterator[tuple[int, str, str, str]]:
+    """(execution id, plan node, metric, value) of every finished SQL execution from id `since` on,
+    from Spark's status store: what its UI shows per operator (rows, files, times)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    executions = store.executionsList()
+    for i in range(executions.size()):
+        execution = executions.apply(i)
+        if execution.executionId() < since or execution.metricValues() is None:
+            continue
+        values, nodes = execution.metricValues(), store.planGraph(execution.executionId()).allNodes()
+        for j in range(nodes.size()):
+            node, metrics = nodes.apply(j), nodes.apply(j).metrics()
+            for k in range(metrics.size()):
+                value = values.get(metrics.apply(k).accumulatorId())
+                if value.isDefined():
+                    yield execution.executionId(), node.name(), metrics.apply(k).name(), str(value.get())
+
+
+# A scan of stored rows: a table's data files (`Scan parquet <table>`; Delta's own log scans are
+# unnamed or `Scan ExistingRDD`) and a change feed (`Scan DeltaCDFRelation`); cached staged
+# tables (`Scan In-memory table`) are not storage.
+STORAGE_SCAN = re.compile(r"Scan (parquet \S|DeltaCDFRelation)")
+
+
+def rows_read(spark: Any, since: int) -> tuple[int, int]:
+    """(rows, data files) the statements since execution `since` read from storage."""
+    rows = files = 0
+    for _, node, metric, value in execution_metrics(spark, since):
+        if STORAGE_SCAN.match(node) and metric in ("number of output rows", "number of files read"):
+            count = int(value.replace(",", ""))
+            rows, files = (rows + count, files) if metric == "number of output rows" else (rows, files + count)
+    return rows, files
 
 
 def largest_costs(timings: list[tuple[float, str]], top: int = 3) -> str:
@@ -259,7 +306,7 @@ def run_case(
 ) -> Case:
     case = Case(n, view, kind, fraction)
     name = TableName(DB, view)
-    refreshes, rebuilds, tables, incrementals, autos, costs = [], [], [], [], [], []
+    refreshes, rebuilds, tables, incrementals, autos, costs, reads = [], [], [], [], [], [], []
     if view == "join" and kind == "insert-only":  # the incremental model, built now: its next runs take new rows
         spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
         incremental_model(spark)
@@ -271,21 +318,27 @@ def run_case(
         autos.append((estimator.auto_seconds, choice is not None and choice.rebuild))
         case.auto_reason = choice.reason if choice else ""
         db.reset()
+        since = next_execution(spark)
         with peak_heap(spark) as peak:
             seconds, outcome = timed(maintainer(db, view, "incremental").materialize)
         refreshes.append(seconds)
         costs.append(largest_costs(db.timings))
+        read = rows_read(spark, since)
         case.peak_memory_mb = max(case.peak_memory_mb, peak[0])
         case.statements, case.path = db.count, outcome.path or outcome.action
         differing = spark.sql(consistency_sql(db, name)).count()
         if differing:
             raise AssertionError(f"{view} after {kind} {fraction}: {differing} rows differ from the recompute")
+        since = next_execution(spark)
         rebuilds.append(timed(lambda: maintainer(db, view).materialize(full_refresh=True))[0])
+        reads.append((*read, rows_read(spark, since)[0]))
         tables.append(table_model(spark, view))
         if view == "join" and kind == "insert-only":
             incrementals.append(incremental_model(spark))
     case.runs = refreshes
-    case.largest_costs = costs[refreshes.index(statistics.median_low(refreshes))]
+    median = refreshes.index(statistics.median_low(refreshes))
+    case.largest_costs = costs[median]
+    case.rows_read, case.files_read, case.rebuild_rows_read = reads[median]
     case.auto = "rebuild" if sum(rebuild for _, rebuild in autos) * 2 > len(autos) else "incremental"
     case.auto_s = statistics.median(
         estimate + (rebuild_s if rebuild else refresh_s)
@@ -412,7 +465,9 @@ def scaling(cases: list[Case]) -> list[tuple[str, str, int, float]]:
 def report(cases: list[Case], csv_path: str) -> str:
     """benchmarks/RESULTS.md: the table, the machine, the ratios and the scaling figure."""
     timed_statements = any(c.largest_costs for c in cases)  # runs before the statement timings lack them
+    counted_reads = any(c.rows_read for c in cases)  # and before the scan metrics, the rows read
     costs_header = " refresh's largest costs |" if timed_statements else ""
+    costs_header += " rows read: refresh (files) / rebuild |" if counted_reads else ""
     lines = [
         "# Benchmark results",
         "",
@@ -421,13 +476,16 @@ def report(cases: list[Case], csv_path: str) -> str:
         "",
         f"| N | view | change | fraction | changed rows | refresh | path |{costs_header} rebuild | table "
         "| speed-up | auto |",
-        "|---|---|---|---|---|---|---|" + ("---|" if timed_statements else "") + "---|---|---|---|",
+        "|---|---|---|---|---|---|---|" + "---|" * (timed_statements + counted_reads) + "---|---|---|---|",
     ]
     for c in cases:
         costs = f" {c.largest_costs} |" if timed_statements else ""
         if c.kind == "no change":
+            costs += " |" if counted_reads else ""
             lines.append(f"| {c.n:,} | {c.view} | no change | | 0 | {c.refresh_s:.2f} s | |{costs} | | | |")
             continue
+        if counted_reads:
+            costs += f" {_rows(c.rows_read)} ({c.files_read:,}) / {_rows(c.rebuild_rows_read)} |"
         auto = f"{c.auto} {c.auto_s:.2f} s ({c.auto_s / min(c.refresh_s, c.rebuild_s):.2f}x the faster)"
         incremental = f"; incremental model {c.incremental_s:.2f} s" if c.incremental_s else ""
         lines.append(
@@ -440,6 +498,13 @@ def report(cases: list[Case], csv_path: str) -> str:
         lines += ["", "Scaling at a fixed number of changed rows, t(10N)/t(N) (ideal 1.0):", ""]
         lines += [f"- {view}, {kind}, {rows:,} changed rows: {ratio:.2f}" for view, kind, rows, ratio in scaled]
     return "\n".join(lines) + "\n"
+
+
+def _rows(n: int) -> str:
+    """A row count for the table: 950, 13.3k, 10.2M."""
+    if n < 1000:
+        return str(n)
+    return f"{n / 1e3:.1f}k" if n < 1e6 else f"{n / 1e6:.1f}M"
 
 
 def plot(cases: list[Case], path: str) -> str | None:

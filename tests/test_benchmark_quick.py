@@ -17,6 +17,9 @@ def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp
     measured = [c for c in cases if c.kind != "no change"]
     assert len(measured) == len(bench.QUICK[2]) and {c.view for c in measured} == set(bench.VIEWS)
     assert all(c.refresh_s > 0 and c.rebuild_s > 0 and c.table_s > 0 and c.statements > 0 for c in measured)
+    # Spark's scan metrics: a refresh reads its change feed, a rebuild every source row
+    assert all(c.rows_read > 0 and c.rebuild_rows_read >= 2000 for c in measured), measured
+    assert all(c.files_read > 0 for c in measured if c.path == "merge"), measured  # the MERGE reads the view
     assert {c.path for c in measured} >= {"merge", "insert"}  # mixed changes merge, appends insert
     join_inserts = next(c for c in measured if c.view == "join" and c.kind == "insert-only")
     assert join_inserts.incremental_s is not None and join_inserts.incremental_s > 0
@@ -25,6 +28,6 @@ def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp
     assert len(rows) == len(cases) and {"refresh_s", "rebuild_s", "speedup", "statements"} <= set(rows[0])
     assert all(c.auto in ("incremental", "rebuild") and c.auto_s > 0 for c in measured)
     table = bench.report(cases, path)
-    assert table.count("\n| 2,000 | ") == len(cases) and "cores" in table
+    assert table.count("\n| 2,000 | ") == len(cases) and "cores" in table and "rows read" in table
     idle = [c for c in cases if c.kind == "no change"]
     assert len(idle) == len(bench.VIEWS) and {c.path for c in idle} == {"no changes"}, lines

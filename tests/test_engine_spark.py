@@ -3,8 +3,11 @@ state that fails loudly instead of producing a wrong view."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from benchmarks.run import execution_metrics, next_execution
 from dbt_ivm import layout, render
 from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
@@ -32,35 +35,15 @@ def last_commit(spark, name="v"):
     return spark.sql(f"DESCRIBE HISTORY {DB}.{name}__ivm LIMIT 1").collect()[0]
 
 
-def next_execution(spark):
-    """The id Spark's next SQL execution gets: above every one its status store still holds (it
-    keeps the newest 1,000, so their count is not an id)."""
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1) + 1
-
-
 def merge_files(spark, since):
     """The target files of the first MERGE Spark ran after execution `since`, before and after
     Delta's data skipping (its SQL metrics: the commit's history does not record them)."""
-    store = spark._jsparkSession.sharedState().statusStore()
-    executions = store.executionsList()
-    for i in range(executions.size()):
-        execution = executions.apply(i)
-        if execution.executionId() < since or execution.metricValues() is None:
-            continue
-        values, nodes, files = execution.metricValues(), store.planGraph(execution.executionId()).allNodes(), {}
-        for j in range(nodes.size()):
-            metrics = nodes.apply(j).metrics()
-            for k in range(metrics.size()):
-                name = metrics.apply(k).name()
-                if name.startswith("number of target files ") and "skipping" in name:
-                    value = values.get(metrics.apply(k).accumulatorId())
-                    files[name.removeprefix("number of target files ")] = (
-                        int(value.get()) if value.isDefined() else None
-                    )
-        if files:
-            return files
-    raise AssertionError("no MERGE ran")
+    files: dict[int, dict[str, int]] = {}
+    for execution, _, name, value in execution_metrics(spark, since):
+        if name.startswith("number of target files ") and "skipping" in name:
+            files.setdefault(execution, {})[name.removeprefix("number of target files ")] = int(value)
+    assert files, "no MERGE ran"
+    return files[min(files)]
 
 
 def assert_consistent(spark, db, name="v"):
@@ -78,6 +61,9 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     assert f"TABLE_CHANGES('`{DB}`.`o`'" in statements
     assert f"TABLE_CHANGES('`{DB}`.`c`'" not in statements  # an unchanged source costs no feed read
     assert "MERGE INTO" in statements
+    # the other source is read only where its key can join a change row (`joins.key_ranges`)
+    delta = next(s for s in m.statements if s.startswith("CACHE TABLE `__ivm_delta"))
+    assert re.search(rf"FROM `{DB}`.`c` VERSION AS OF \d+ WHERE `cid` BETWEEN \d+ AND \d+\)", delta), delta
     # The plan of the change set: the staged change rows are the broadcast side of the join,
     # so the other source is scanned once, not shuffled.
     plan = m.inspect()[0]

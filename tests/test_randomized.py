@@ -108,6 +108,19 @@ def test_harness_catches_value_ranges_that_leave_out_nulls(spark, spark_db, monk
     assert _breaks(spark, spark_db, family, 12, seed=3)
 
 
+def test_harness_catches_join_terms_narrowed_past_their_change_rows(spark, spark_db, monkeypatch):
+    """The other source of a term narrowed to the change set's smallest key only: the rows that
+    join its other change rows are lost (the real range keeps every row a change row can join)."""
+    original = joins.key_ranges
+
+    def smallest_only(staged, keys, stats):
+        return original(staged, keys, {k: stats[k.replace("hi_", "lo_")] for k in stats})
+
+    monkeypatch.setattr(joins, "key_ranges", smallest_only)
+    family = Family("broken_keys", (A, B), (View("j", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),))
+    assert _mismatches(spark, spark_db, family, 15, seed=5) > 0
+
+
 def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
     """No group recomputed after a delete: a removed MIN or MAX stays in the view."""
     original = aggregate.lost_groups

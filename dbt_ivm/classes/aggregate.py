@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
-from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.joins import narrowing
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -158,6 +159,7 @@ def delta_select(
     float_sums: frozenset[int] = frozenset(),
     flips: frozenset[int] = frozenset(),
     stage: Stage | None = None,
+    narrow: Narrowing | None = None,
 ) -> exp.Select | None:
     """Per touched group: the count's delta, each aggregate's state delta, and for MIN/MAX the
     extreme of the values added (`__ivm_a_<k>`) and of those removed (`__ivm_del_<k>`).
@@ -169,7 +171,9 @@ def delta_select(
     cannot subtract them (NaN - NaN is NaN), so those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
-    rows = delta_terms(plan, _rows(plan), old, new, staged, rids=False, signed=True, flips=flips, stage=stage)
+    rows = delta_terms(
+        plan, _rows(plan), old, new, staged, rids=False, signed=True, flips=flips, stage=stage, narrow=narrow
+    )
     terms = [term for _, term in rows]
     if not terms:
         return None
@@ -492,7 +496,9 @@ class AggregateRules:
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
         flips, flipped = decide_flips(refresh) if has_outer_join(plan.tree) else (frozenset(), "")
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips, stager(refresh))
+        delta = delta_select(
+            plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips, stager(refresh), narrowing(refresh)
+        )
         assert delta is not None
         name = refresh.temp("delta")
         refresh.run(cache_as(name, delta))

@@ -4,7 +4,7 @@ netting, snapshots at pinned versions, and the telescoping sum of per-source cha
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import cast
 
 from sqlglot import exp
@@ -39,8 +39,8 @@ def source_columns(source: Source) -> list[exp.Expr]:
     return [col(name) for name, _ in source.columns]
 
 
-def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> exp.Expr:
-    """`(SELECT used columns, rid FROM t VERSION AS OF v) AS alias`."""
+def snapshot_relation(source: Source, version: int, with_rid: bool = True, where: Sequence[exp.Expr] = ()) -> exp.Expr:
+    """`(SELECT used columns, rid FROM t VERSION AS OF v [WHERE where]) AS alias`."""
     table = source.table.to_table()
     table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
     select = exp.select(*source_columns(source)).from_(table)
@@ -48,6 +48,8 @@ def snapshot_relation(source: Source, version: int, with_rid: bool = True) -> ex
         select = exp.select(lit(1).as_(ident(f"{HIDDEN_PREFIX}one"))).from_(table)
     if with_rid:
         select = select.select(rid_expression(source.columns).as_(ident(RID_COLUMN)))
+    if where:
+        select = select.where(*[w.copy() for w in where])
     return select.subquery(ident(source.alias))
 
 
@@ -137,6 +139,10 @@ def substitute(query: exp.Select, relations: Mapping[str, exp.Expr]) -> exp.Sele
     return cast(exp.Select, query.copy().transform(swap))
 
 
+# changed occurrence -> the alias of another occurrence in its term -> filters on that occurrence
+Narrowing = Mapping[int, Mapping[str, Sequence[exp.Expr]]]
+
+
 def term_version(other: int, changed: int, old: int, new: int) -> int:
     """The version of source occurrence `other` in the telescoping term of occurrence `changed`."""
     return new if other < changed else old
@@ -152,6 +158,7 @@ def delta_terms(
     signed: bool = False,
     flips: frozenset[int] = frozenset(),
     stage: Stage | None = None,
+    narrow: Narrowing | None = None,
 ) -> Iterator[tuple[Source, exp.Select]]:
     """The terms of the view's net change between the `old` and `new` source versions.
 
@@ -170,6 +177,8 @@ def delta_terms(
     `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
     A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
     that take the unique-key flip; `stage`: caches a level's change read twice).
+    `narrow`: per changed occurrence, filters on the other occurrences of its term that keep
+    every row its change rows can join (see `joins.narrowing`; inner joins only).
     """
     from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
 
@@ -187,7 +196,8 @@ def delta_terms(
                 rels[other.alias] = changes_relation(other, old[k] + 1, new[k], (staged or {}).get(i), signed)
             else:
                 version = term_version(other.index, i, old[k], new[k])
-                rels[other.alias] = snapshot_relation(other, version, with_rid=rids)
+                where = (narrow or {}).get(i, {}).get(other.alias, ())
+                rels[other.alias] = snapshot_relation(other, version, with_rid=rids, where=where)
         term = substitute(query, rels)
         yield changed, term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN)), copy=False)
 

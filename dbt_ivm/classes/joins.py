@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
-from dbt_ivm.classes.changes import delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
@@ -57,15 +57,16 @@ def delta_select(
     broadcast: bool = False,
     flips: frozenset[int] = frozenset(),
     stage: Stage | None = None,
+    narrow: Narrowing | None = None,
 ) -> exp.Select | None:
     """Net change of the view between the `old` and `new` source versions, per identity tuple
     (the sum of `changes.delta_terms`). `staged` maps occurrence index -> cached change set.
     `broadcast` hints each term to broadcast its change rows: an unstaged change feed has no
     size estimate, so Spark would otherwise shuffle the other sources to join it.
-    `flips`, `stage`: see `changes.delta_terms`. Returns None when no source moved.
+    `flips`, `stage`, `narrow`: see `changes.delta_terms`. Returns None when no source moved.
     """
     terms = []
-    for changed, term in delta_terms(plan, plan.query, old, new, staged, flips=flips, stage=stage):
+    for changed, term in delta_terms(plan, plan.query, old, new, staged, flips=flips, stage=stage, narrow=narrow):
         term = _with_rids(term, plan)
         if broadcast:
             term = _hint_broadcast(term, changed.alias)
@@ -97,6 +98,18 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
+def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
+    """MIN and MAX of `column` as `_bound` reads them: a timestamp's in microseconds since the
+    epoch, a timestamp_ntz's as text."""
+    lo: exp.Expr = exp.Min(this=col(column))
+    hi: exp.Expr = exp.Max(this=col(column))
+    if type_ == "timestamp":
+        return func("unix_micros", lo), func("unix_micros", hi)
+    if type_ == "timestamp_ntz":
+        return exp.cast(lo, exp.DataType.build("string")), exp.cast(hi, exp.DataType.build("string"))
+    return lo, hi
+
+
 def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[str, str] | None = None) -> exp.Select:
     """Size of the change set; with a unique key, also its distinct keys and largest delta; for
     each of `columns` (name: type), its smallest and largest value and whether it holds a NULL
@@ -121,12 +134,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
     for i, (c, type_) in enumerate((columns or {}).items()):
         missing = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=col(c)))
         nulls = exp.GT(this=missing, expression=lit(0))
-        lo: exp.Expr = exp.Min(this=col(c))
-        hi: exp.Expr = exp.Max(this=col(c))
-        if type_ == "timestamp":
-            lo, hi = func("unix_micros", lo), func("unix_micros", hi)
-        elif type_ == "timestamp_ntz":
-            lo, hi = (exp.cast(v, exp.DataType.build("string")) for v in (lo, hi))
+        lo, hi = _extremes(c, type_)
         select = select.select(lo.as_(f"lo_{i}"), hi.as_(f"hi_{i}"), nulls.as_(f"nulls_{i}"))
     return select
 
@@ -201,6 +209,102 @@ def value_ranges(columns: Mapping[str, str], stats: Mapping[str, Any], table: st
         between = exp.Between(this=target.copy(), low=low, high=high)
         ranges.append(exp.paren(exp.or_(exp.Is(this=target, expression=exp.null()), between)) if nulls else between)
     return ranges
+
+
+# Join keys a term's other occurrences are narrowed by: types whose values `_bound` writes exactly
+# and that compare without padding (CHAR and VARCHAR pad, so they are left out).
+KEY_TYPES = re.compile(r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|date|timestamp(_ntz)?)")
+
+
+def join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
+    """Per occurrence, (its column, another occurrence's alias, that one's column, their type) of
+    each equality between two plain columns of one type that every row of the view satisfies: a
+    conjunct of an inner join's ON or of the WHERE. None over outer joins (`outer_terms`)."""
+    from dbt_ivm.classes.outer_terms import has_outer_join
+
+    if has_outer_join(plan.tree):
+        return {}
+    by_alias = {s.alias: s for s in plan.sources}
+    where = plan.query.args.get("where")
+    # the view's own joins (also those of a parenthesized join), not a subquery's
+    joins = [j for j in plan.query.find_all(exp.Join) if j.find_ancestor(exp.Select) is plan.query]
+    conditions = [j.args.get("on") for j in joins] + [where.this if where else None]
+    keys: dict[int, list[tuple[str, str, str, str]]] = {}
+    for condition in conditions:
+        for eq in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+            if not isinstance(eq, exp.EQ) or not all(isinstance(c, exp.Column) for c in (eq.this, eq.expression)):
+                continue
+            sides = [(by_alias.get(c.table), c.name) for c in (eq.this, eq.expression)]
+            types = [dict(s.columns).get(name, "").lower() if s else "" for s, name in sides]
+            (a, a_col), (b, b_col) = sides
+            if (
+                a is None
+                or b is None
+                or a.alias == b.alias
+                or types[0] != types[1]
+                or not KEY_TYPES.fullmatch(types[0])
+            ):
+                continue
+            keys.setdefault(a.index, []).append((a_col, b.alias, b_col, types[0]))
+            keys.setdefault(b.index, []).append((b_col, a.alias, a_col, types[0]))
+    return keys
+
+
+def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]]) -> exp.Select | None:
+    """One row: the smallest and largest value of each join key (`join_keys`) in each staged change
+    set, `lo_<occurrence>_<k>` and `hi_<occurrence>_<k>`."""
+    parts = []
+    for i, name in sorted(staged.items()):
+        columns = dict.fromkeys((c, type_) for c, _, _, type_ in keys.get(i, ()))
+        if columns:
+            extremes = [(_extremes(c, t), k) for k, (c, t) in enumerate(columns)]
+            select = exp.select(
+                *[
+                    e.as_(f"{side}_{i}_{k}")
+                    for (pair, k) in extremes
+                    for side, e in zip(("lo", "hi"), pair, strict=True)
+                ]
+            )
+            parts.append(select.from_(temp_table(name)).subquery(ident(f"{HIDDEN_PREFIX}k{i}")))
+    if not parts:
+        return None
+    select = exp.select(exp.Star()).from_(parts[0])
+    for part in parts[1:]:
+        select = select.join(part, join_type="cross")
+    return select
+
+
+def key_ranges(
+    staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]], stats: Mapping[str, Any]
+) -> dict[int, dict[str, list[exp.Expr]]]:
+    """Per changed occurrence, per other occurrence its term joins by a key: `column BETWEEN lo AND
+    hi`, the change set's range of the key it equals.
+
+    Implied by the join (a row of the other occurrence joins a change row only where its key
+    equals the change row's, which lies in the range; NULL equals nothing), so adding it inside
+    the other occurrence's snapshot drops only rows that join no change row. Delta then skips
+    the files whose statistics lie outside it: a change local in a key (new orders, recent
+    lines) reads only the other sources' files that hold its keys, not the whole source.
+    """
+    narrow: dict[int, dict[str, list[exp.Expr]]] = {}
+    for i in sorted(staged):
+        columns = list(dict.fromkeys((c, type_) for c, _, _, type_ in keys.get(i, ())))
+        for column, other, other_column, type_ in keys.get(i, ()):
+            k = columns.index((column, type_))
+            lo, hi = _bound(stats.get(f"lo_{i}_{k}"), type_), _bound(stats.get(f"hi_{i}_{k}"), type_)
+            if lo is not None and hi is not None:
+                between = exp.Between(this=col(other_column), low=lo, high=hi)
+                narrow.setdefault(i, {}).setdefault(other, []).append(between)
+    return narrow
+
+
+def narrowing(refresh: Refresh) -> Narrowing:
+    """The filters `key_ranges` gives this refresh's terms, from one query over its staged change sets."""
+    keys = join_keys(refresh.plan)
+    stats = key_stats(refresh.staged, keys)
+    if stats is None:
+        return {}
+    return key_ranges(refresh.staged, keys, refresh.query(sql(stats))[0])
 
 
 def key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
@@ -405,7 +509,15 @@ class JoinRules:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
         plan = refresh.plan
         flips, detail = self.flips(refresh)
-        delta = delta_select(plan, refresh.old, refresh.new, refresh.staged, flips=flips, stage=stager(refresh))
+        delta = delta_select(
+            plan,
+            refresh.old,
+            refresh.new,
+            refresh.staged,
+            flips=flips,
+            stage=stager(refresh),
+            narrow=narrowing(refresh),
+        )
         assert delta is not None
         name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
         refresh.run(cache_as(name, delta))

@@ -323,3 +323,25 @@ def test_unique_key_flip_keys_and_sql():
     assert "`__ivm_flow`" in flipped
     check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
     assert check.count("`db`.`c` VERSION AS OF") == 2 and "HAVING COUNT(*) > 1" in check
+
+
+def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
+    """`joins.narrowing`: equalities every view row satisfies, of plain columns of one exact type."""
+    keys = joins.join_keys(analyze(JOIN, SCHEMA))
+    assert keys == {0: [("cust", "c", "cid", "int")], 1: [("cid", "o", "cust", "int")]}
+    implicit = analyze("select o.id, c.name from db.o o, db.c c where o.cust = c.cid and o.note = c.name", SCHEMA)
+    assert [k[0] for k in joins.join_keys(implicit)[0]] == ["cust", "note"]
+    for unsafe in (
+        "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid",  # padded rows match nothing
+        "select o.id, c.name from db.o o join db.c c on o.cust = c.cid or o.id = c.cid",  # not every row
+        "select o.id from db.o o join db.c c on o.amt = c.cid",  # double = int: no exact bound
+    ):
+        assert joins.join_keys(analyze(unsafe, SCHEMA)) == {}, unsafe
+    stats = joins.key_stats({0: "chg0"}, keys)
+    assert stats is not None and "MIN(`cust`) AS lo_0_0" in render.sql(stats)
+    narrow = joins.key_ranges({0: "chg0"}, keys, {"lo_0_0": 3, "hi_0_0": 9})
+    delta = render.sql(
+        joins.delta_select(analyze(JOIN, SCHEMA), OLD, {"db.o": 4, "db.c": 5}, {0: "chg0"}, narrow=narrow)
+    )
+    assert "FROM `db`.`c` VERSION AS OF 5 WHERE `cid` BETWEEN 3 AND 9)" in delta
+    assert joins.key_ranges({0: "chg0"}, keys, {"lo_0_0": None, "hi_0_0": None}) == {}  # no key: no bound

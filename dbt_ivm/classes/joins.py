@@ -232,7 +232,7 @@ def join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
     keys: dict[int, list[tuple[str, str, str, str]]] = {}
     for condition in conditions:
         for eq in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-            if not isinstance(eq, exp.EQ) or not all(isinstance(c, exp.Column) for c in (eq.this, eq.expression)):
+            if not isinstance(eq, exp.EQ) or not all(_plain_column(c) for c in (eq.this, eq.expression)):
                 continue
             sides = [(by_alias.get(c.table), c.name) for c in (eq.this, eq.expression)]
             types = [dict(s.columns).get(name, "").lower() if s else "" for s, name in sides]
@@ -248,6 +248,11 @@ def join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
             keys.setdefault(a.index, []).append((a_col, b.alias, b_col, types[0]))
             keys.setdefault(b.index, []).append((b_col, a.alias, a_col, types[0]))
     return keys
+
+
+def _plain_column(e: exp.Expr) -> bool:
+    """`alias.column`, not an expression or a struct's field (`o.s.x`)."""
+    return isinstance(e, exp.Column) and not e.args.get("db") and not e.args.get("catalog")
 
 
 def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]]) -> exp.Select | None:

@@ -335,6 +335,7 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
         "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid",  # padded rows match nothing
         "select o.id, c.name from db.o o join db.c c on o.cust = c.cid or o.id = c.cid",  # not every row
         "select o.id from db.o o join db.c c on o.amt = c.cid",  # double = int: no exact bound
+        "select o.id from db.o o join db.c c on o.cust + 0 = c.cid",  # not a plain column
     ):
         assert joins.join_keys(analyze(unsafe, SCHEMA)) == {}, unsafe
     stats = joins.key_stats({0: "chg0"}, keys)

@@ -7,6 +7,7 @@ names it; nothing unsupported passes silently.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -1226,7 +1227,23 @@ def _aggregation(
         if key not in by_key:
             function, argument = _aggregate_rule(call)
             by_key[key] = Aggregate(len(by_key), function, call, argument)
-    return group_by, tuple(by_key.values()), having, distinct
+    return group_by, _count_extremes(tuple(by_key.values()), group_by), having, distinct
+
+
+def _count_extremes(aggregates: tuple[Aggregate, ...], group_by: tuple[exp.Expr, ...]) -> tuple[Aggregate, ...]:
+    """MIN and MAX count the rows that hold their extreme, unless every touched group is recomputed
+    anyway (an aggregate without a rule) or the argument is a constant or a group key (the
+    extreme is then the group's one value: nothing to gain)."""
+    if any(a.function is AggregateFunction.RECOMPUTED for a in aggregates):
+        return aggregates
+    keys = {g.sql(dialect=DIALECT) for g in group_by}
+
+    def counts(a: Aggregate) -> bool:
+        if a.function not in (AggregateFunction.MIN, AggregateFunction.MAX) or a.argument is None:
+            return False
+        return any(a.argument.find_all(exp.Column)) and a.argument.sql(dialect=DIALECT) not in keys
+
+    return tuple(dataclasses.replace(a, counted=True) if counts(a) else a for a in aggregates)
 
 
 def _check_aggregate_places(select: exp.Select) -> None:

@@ -145,6 +145,7 @@ class Role(str, Enum):
     NON_NULL_COUNT = "count of the non-NULL arguments"
     SUM = "sum of the arguments"
     EXTREME = "extreme of the arguments"
+    EXTREME_COUNT = "rows that hold the extreme"
     VALUE = "value, recomputed for the groups a change touches"
 
 
@@ -163,6 +164,9 @@ class Aggregate:
     function: AggregateFunction
     call: exp.Expr  # the whole call as written (with DISTINCT, FILTER, WITHIN GROUP)
     argument: exp.Expr | None  # the one argument of the five algebraic aggregates
+    # MIN/MAX: the state also counts the rows that hold the extreme, so a refresh recomputes the
+    # group only when the change removes all of them (see `classes.aggregate`)
+    counted: bool = False
 
     @property
     def non_null(self) -> str:
@@ -175,19 +179,27 @@ class Aggregate:
         return f"{HIDDEN_PREFIX}a_{self.index}"
 
     @property
+    def holders(self) -> str:
+        """A counted MIN or MAX: how many of the group's rows hold the extreme."""
+        return f"{HIDDEN_PREFIX}m_{self.index}"
+
+    @property
     def state(self) -> tuple[HiddenColumn, ...]:
         from dbt_ivm.verbatim import DIALECT
 
         text = self.call.sql(dialect=DIALECT)
         f = AggregateFunction
         nn = HiddenColumn(self.non_null, Role.NON_NULL_COUNT, text)
+        extreme: tuple[HiddenColumn, ...] = (HiddenColumn(self.value, Role.EXTREME, text),)
+        if self.counted:
+            extreme += (HiddenColumn(self.holders, Role.EXTREME_COUNT, text),)
         return {
             f.COUNT_STAR: (),
             f.COUNT: (nn,),
             f.SUM: (nn, HiddenColumn(self.value, Role.SUM, text)),
             f.AVG: (nn, HiddenColumn(self.value, Role.SUM, text)),
-            f.MIN: (HiddenColumn(self.value, Role.EXTREME, text),),
-            f.MAX: (HiddenColumn(self.value, Role.EXTREME, text),),
+            f.MIN: extreme,
+            f.MAX: extreme,
             f.RECOMPUTED: (HiddenColumn(self.value, Role.VALUE, text),),
         }[self.function]
 
@@ -220,9 +232,11 @@ class ViewPlan:
         return self.view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN) and not self.group_by
 
     @property
-    def keeps_extremes(self) -> bool:
-        """A MIN or MAX: a deleted row that held its group's extreme has the group recomputed."""
-        return any(a.function in (AggregateFunction.MIN, AggregateFunction.MAX) for a in self.aggregates)
+    def loses_extremes(self) -> bool:
+        """A MIN or MAX that does not count the rows at its extreme: a deleted row that held its
+        group's extreme has the group recomputed (a counted one only when no such row is left)."""
+        extremes = (AggregateFunction.MIN, AggregateFunction.MAX)
+        return any(a.function in extremes and not a.counted for a in self.aggregates)
 
     @property
     def pads(self) -> bool:

@@ -26,6 +26,7 @@ PROP_MODEL_SQL = "dbt_ivm.model_sql"  # the model's SQL as dbt compiled it: what
 PROP_FUNCTIONS = "dbt_ivm.functions"  # the model's deterministic_functions
 PROP_CLUSTER_BY = "dbt_ivm.cluster_by"  # the columns the build sorted the stored rows by (see layout)
 PROP_SETTINGS = "dbt_ivm.settings"  # the session settings the model's meaning depends on, at build
+PROP_STATE = "dbt_ivm.state"  # the hidden columns the build stored (absent before MIN/MAX counted their rows)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ class Costs:
     refresh = fixed + scan * (rows of the other sources each change is joined with)
               + change * (change rows)
               + if the view has a null-supplied source: compensate * (those joined rows again)
-              + if a MIN or MAX can lose its extreme: recompute * (rows of every source)
+              + if a MIN or MAX can lose its extreme (`ViewPlan.loses_extremes`): recompute * (rows of every source)
               + if only appends to a monotone view: probe * view rows (the stored identities read once)
                 else: merge_fixed + view rows * (merge_filtered if the changed identities fit the
                       MERGE's identity filter else merge)
@@ -98,7 +98,7 @@ class Costs:
             f"  refresh ≈ {self.fixed} s + {self.scan * us:g} µs per row of the other sources a change joins"
             f" + {self.change * us:g} µs per change row",
             f"            + with an outer join: {self.compensate * us:g} µs per joined row again;"
-            f" with MIN/MAX after deletes or updates: {self.recompute * us:g} µs per source row",
+            f" with an uncounted MIN/MAX after deletes or updates: {self.recompute * us:g} µs per source row",
             f"            + only appends: {self.probe * us:g} µs per stored row;"
             f" else {self.merge_fixed} s + {self.merge_filtered * us:g} µs per stored row"
             f" ({self.merge * us:g} µs past {self.filter_limit} change rows)",
@@ -121,7 +121,7 @@ class Inputs:
     view_rows: int  # rows the view stores
     joins: bool = False  # several source occurrences: the rebuild joins them
     compensates: bool = False  # a null-supplied source: the change set reads the preserved side again
-    removes_extremes: bool = False  # a MIN or MAX, and a moved source deleted or updated rows
+    removes_extremes: bool = False  # a MIN or MAX not counting its extreme's rows, and a source deleted or updated rows
 
 
 @dataclass(frozen=True)

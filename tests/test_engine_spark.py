@@ -478,6 +478,31 @@ def test_a_mixed_change_recomputes_only_the_groups_that_lost_their_extreme(spark
     assert (row.lo, row.hi, row.n) == (53 * 1.5, 1903 * 1.5, 38)
 
 
+def test_a_group_is_recomputed_only_when_every_row_at_its_extreme_is_gone(spark, spark_db, sources):
+    """Group 3's `id % 7` cycles 3, 4, 5, 6, 0 … over its 40 rows: six rows hold its max 6."""
+    sql = f"select cust, count(*) as n, max(id % 7) as hi, min(id % 7) as lo from {DB}.o group by cust"
+    mv(spark_db, "x", sql).materialize()
+    holders = f"select hi, __ivm_m_1 from {DB}.x__ivm join {DB}.x on __ivm_g_0 = cust where cust = 3"
+    assert tuple(spark.sql(holders).collect()[0]) == (6, 6)
+    steps = [
+        ([f"delete from {DB}.o where id in (153, 503)"], 0, (6, 4)),  # two of the six
+        ([f"delete from {DB}.o where cust = 3 and id % 7 = 6"], 1, (5, 6)),  # the last four
+        (  # every 5 deleted, and a new 5 inserted by the same refresh: the extreme stays
+            [f"delete from {DB}.o where cust = 3 and id % 7 = 5", f"insert into {DB}.o values (5003, 3, 1.0)"],
+            0,
+            (5, 1),
+        ),
+    ]
+    for statements, recomputed, expected in steps:
+        for statement in statements:
+            spark.sql(statement)
+        lines: list[str] = []
+        mv(spark_db, "x", sql, log=lines.append).materialize()
+        assert f"fast_mv {DB}.x: 1 groups touched, {recomputed} recomputed from the sources" in lines, lines
+        assert tuple(spark.sql(holders).collect()[0]) == expected
+        assert_consistent(spark, spark_db, "x")
+
+
 def test_appends_to_an_aggregate_recompute_nothing_and_read_no_stored_group(spark, spark_db, sources):
     mv(spark_db, "g", GROUPED).materialize()
     spark.sql(f"insert into {DB}.o values (5000, 12, 1.0), (5001, 12, 9999.0), (5002, NULL, NULL)")

@@ -129,6 +129,16 @@ def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
     assert _mismatches(spark, spark_db, Family("broken_max", (T,), (view,)), 12, seed=4) > 0
 
 
+def test_harness_catches_a_miscounted_extreme(spark, spark_db, monkeypatch):
+    """The rows at a MIN or MAX counted one too many: a group keeps an extreme whose last row is gone."""
+    original = aggregate._new_holders
+    monkeypatch.setattr(
+        aggregate, "_new_holders", lambda *args: exp.Add(this=original(*args), expression=exp.Literal.number(1))
+    )
+    view = View("m", "SELECT v, max(x) AS hi, min(k) AS lo FROM {db}.t GROUP BY v", aggregated=True)
+    assert _mismatches(spark, spark_db, Family("miscounted_max", (T,), (view,)), 12, seed=4) > 0
+
+
 # An outer join's padded rows: what must be NULL-safe, and the compensation itself. One LEFT
 # JOIN has padded rows enough to break on each; FULL joins are in the OUTER family's runs.
 LEFT_JOIN = Family(

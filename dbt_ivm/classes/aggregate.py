@@ -10,17 +10,19 @@ A refresh sums the change terms per group (`delta_select`: signed counts, sums a
 removed, the smallest and largest value each side added and removed), then in one MERGE adds
 the deltas, deletes the groups whose count reaches 0 and inserts new ones (Oracle's aggregate
 refresh, seed 001). The groups no delta can maintain are recomputed whole from the sources at
-the pinned versions, in the same commit (`lost_groups`): those whose stored MIN or MAX was among
-the removed values (not every group a delete touched, as Oracle does), those whose DOUBLE sum
-lost a NaN or an infinity, and every touched group when the view has an aggregate without a rule
-(COUNT(DISTINCT), STDDEV, percentiles …) or a DECIMAL sum Spark would round when adding. Without
-those, sources that only appended recompute nothing and read no stored group outside the MERGE.
+the pinned versions, in the same commit (`lost_groups`): those that lose every row holding their
+MIN or MAX (not every group a delete touched, as Oracle does: a MIN or MAX also stores how many
+rows hold it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
+`_by_values`), those whose DOUBLE sum lost a NaN or an infinity, and every touched group when the
+view has an aggregate without a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX
+count nothing then) or a DECIMAL sum Spark would round when adding. Without those, sources that
+only appended recompute nothing and read no stored group outside the MERGE.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -68,6 +70,73 @@ def _recomputed(name: str) -> str:
 
 def _state_columns(plan: ViewPlan) -> list[str]:
     return [COUNT_COLUMN, *(h.name for a in plan.aggregates for h in a.state)]
+
+
+def _removed_holders(agg: Aggregate) -> str:
+    """A counted extreme: how many copies of the removed extreme the change removes."""
+    return f"{HIDDEN_PREFIX}delm_{agg.index}"
+
+
+def _counted_arguments(plan: ViewPlan) -> list[exp.Expr]:
+    """The distinct arguments of the MIN and MAX that count the rows at their extreme."""
+    seen: dict[str, exp.Expr] = {}
+    for a in plan.aggregates:
+        if a.counted and a.argument is not None:
+            seen.setdefault(a.argument.sql(dialect=DIALECT), a.argument)
+    return list(seen.values())
+
+
+def _slot(plan: ViewPlan, agg: Aggregate) -> int:
+    """The position of `agg`'s argument among `_counted_arguments`."""
+    assert agg.argument is not None
+    texts = [a.sql(dialect=DIALECT) for a in _counted_arguments(plan)]
+    return texts.index(agg.argument.sql(dialect=DIALECT))
+
+
+def _value(j: int) -> str:
+    return f"{HIDDEN_PREFIX}v_{j}"
+
+
+def _in_set(j: int) -> exp.Expr:
+    """A row of the pass by values (`_by_values`) grouped by counted argument `j`."""
+    return exp.EQ(this=col(f"{HIDDEN_PREFIX}s_{j}"), expression=lit(0))
+
+
+def _by_values(query: exp.Select, keys: Sequence[exp.Expr], values: Sequence[exp.Expr]) -> exp.Select:
+    """`query` (aggregates grouped by `keys`) grouped in the same pass also by `keys` and each of
+    `values`: GROUPING SETS ((keys), (keys, value 0), …). A row grouped by value `j` has
+    `__ivm_s_<j>` = 0 and the value as `__ivm_v_<j>`; the rows of the first set have every
+    `__ivm_s_<j>` = 1 and are the groups' aggregates as `query` gives them."""
+    query = query.select(
+        *[v.copy().as_(ident(_value(j))) for j, v in enumerate(values)],
+        *[func("grouping", v.copy()).as_(ident(f"{HIDDEN_PREFIX}s_{j}")) for j, v in enumerate(values)],
+        copy=False,
+    )
+    sets = [exp.Tuple(expressions=[k.copy() for k in keys])]
+    sets += [exp.Tuple(expressions=[*(k.copy() for k in keys), v.copy()]) for v in values]
+    query.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
+    return query
+
+
+def _of_groups(plan: ViewPlan, by_values: exp.Select, carried: list[str], counts: set[str]) -> exp.Select:
+    """The groups' rows of a pass by values (`_by_values`): the columns `carried` from the rows of
+    the groups' own set (`counts` 0 where there is none: the one global row over no rows)."""
+    own = exp.and_(*[exp.not_(_in_set(j)) for j in range(len(_counted_arguments(plan)))])
+    columns: list[exp.Expr] = []
+    for name in carried:
+        value: exp.Expr = exp.Max(this=_if(own.copy(), col(name), exp.Null()))
+        columns.append((_zero_if_null(value) if name in counts else value).as_(ident(name)))
+    keys = [col(k) for k in _keys(plan)]
+    select = exp.select(*keys, *columns).from_(by_values.subquery(ident(f"{HIDDEN_PREFIX}l")))
+    return select.group_by(*[k.copy() for k in keys]) if keys else select
+
+
+def _at_extreme(agg: Aggregate, j: int, measure: exp.Expr, where: exp.Expr | None = None) -> tuple[exp.Expr, exp.Expr]:
+    """Over the rows grouped by counted argument `j`: the extreme of its values (where `where`),
+    and `measure` of the row that holds it."""
+    ordering = _if(exp.and_(_in_set(j), where) if where is not None else _in_set(j), col(_value(j)), exp.Null())
+    pick, by = (exp.Min, exp.ArgMin) if agg.function is F.MIN else (exp.Max, exp.ArgMax)
+    return pick(this=ordering), by(this=measure, expression=ordering.copy())
 
 
 @dataclass(frozen=True)
@@ -131,9 +200,36 @@ def _snapshots(plan: ViewPlan, versions: Mapping[str, int]) -> dict[str, exp.Exp
     return {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
 
 
+def _state_select(
+    plan: ViewPlan, name: Callable[[str], str] = str, flag: bool = False, where: exp.Expr | None = None
+) -> exp.Select:
+    """One row per group of the model's rows (those `where` keeps): keys, count and each
+    aggregate's state, each column named `name(column)`, first the recompute flag if `flag`.
+    A counted MIN or MAX also counts the rows at its extreme, in the same pass (`_by_values`)."""
+    state = _whole_state(plan)
+    for e in state:
+        e.set("alias", ident(name(e.alias)))
+    flags = [exp.true().as_(ident(RECOMPUTED_FLAG))] if flag else []
+    query = _grouped(plan, [*flags, *state])
+    if where is not None:
+        query = query.where(where, copy=False)
+    values = _counted_arguments(plan)
+    if not values:
+        return query
+    counts = {name(COUNT_COLUMN)} | {name(a.non_null) for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG)}
+    by_values = _by_values(query, [_grouping(g) for g in plan.group_by], values)
+    select = _of_groups(plan, by_values, [str(e.alias) for e in state], counts)
+    if flag:  # a constant: the one global row over no rows is recomputed too
+        select = select.select(exp.true().as_(ident(RECOMPUTED_FLAG)), copy=False)
+    for agg in (a for a in plan.aggregates if a.counted):
+        _, holders = _at_extreme(agg, _slot(plan, agg), col(name(COUNT_COLUMN)))
+        select = select.select(holders.as_(ident(name(agg.holders))), copy=False)
+    return select
+
+
 def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
     """One row per group at the pinned versions: keys, count, each aggregate's state."""
-    return substitute(_grouped(plan, _whole_state(plan)), _snapshots(plan, versions))
+    return substitute(_state_select(plan), _snapshots(plan, versions))
 
 
 def _rows(plan: ViewPlan) -> exp.Select:
@@ -195,13 +291,36 @@ def delta_select(
             finite = exp.EQ(this=exp.Sub(this=x.copy(), expression=x.copy()), expression=lit(0))
             lost = exp.and_(removed.copy(), exp.not_(exp.Is(this=x.copy(), expression=exp.Null())), exp.not_(finite))
             measures.append(func("count_if", lost).as_(ident(_non_finite(agg))))
-        if agg.function in EXTREMES:
+        if agg.function in EXTREMES and not agg.counted:
             pick = exp.Min if agg.function is F.MIN else exp.Max
             measures.append(pick(this=_if(added.copy(), x.copy(), exp.Null())).as_(ident(agg.value)))
             measures.append(pick(this=_if(removed.copy(), x.copy(), exp.Null())).as_(ident(_removed(agg))))
     keys = [col(k) for k in _keys(plan)]
     select = exp.select(*keys, *measures).from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}t")))
-    return select.group_by(*[k.copy() for k in keys]) if keys else select
+    select = select.group_by(*[k.copy() for k in keys]) if keys else select
+    extremes = [a for a in plan.aggregates if a.counted]
+    if not extremes:
+        return select
+    # the net change of each value of a counted argument: a value whose copies the terms add and
+    # remove alike has changed nothing (a join's terms can), the others were added or removed
+    firsts = {_slot(plan, a): a for a in reversed(extremes)}
+    values = [col(_argument(firsts[j])) for j in range(len(firsts))]
+    counts = {COUNT_COLUMN, *(a.non_null for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG))}
+    counts |= {_non_finite(a) for a in plan.aggregates if a.index in float_sums}
+    select = _of_groups(plan, _by_values(select, keys, values), [str(m.alias) for m in measures], counts)
+    net = col(COUNT_COLUMN)
+    for agg in extremes:
+        j = _slot(plan, agg)
+        added_extreme, added_holders = _at_extreme(agg, j, net.copy(), exp.GT(this=net.copy(), expression=lit(0)))
+        removed_extreme, removed_holders = _at_extreme(agg, j, net.copy(), exp.LT(this=net.copy(), expression=lit(0)))
+        select = select.select(
+            added_extreme.as_(ident(agg.value)),
+            added_holders.as_(ident(agg.holders)),
+            removed_extreme.as_(ident(_removed(agg))),
+            exp.Neg(this=removed_holders).as_(ident(_removed_holders(agg))),
+            copy=False,
+        )
+    return select
 
 
 def _combine(a: exp.Expr, b: exp.Expr, op: type[exp.Add] | type[exp.Sub]) -> exp.Expr:
@@ -239,7 +358,9 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
         return select
     lost: list[exp.Expr] = []
     for agg in plan.aggregates:
-        if agg.function in EXTREMES:
+        if agg.counted:
+            lost.append(exp.not_(func("coalesce", _keeps_extreme(agg, "t", "s"), exp.false())))
+        elif agg.function in EXTREMES:
             removed, stored = col(_removed(agg), "s"), col(agg.value, "t")
             beyond = exp.LTE if agg.function is F.MIN else exp.GTE
             unknown = exp.or_(
@@ -252,27 +373,58 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
     stored_rows = backing.to_table()
     stored_rows.set("alias", exp.TableAlias(this=ident("t")))
     joined = select.join(stored_rows, on=_match(plan, "s", "t"), join_type="left")
-    return joined.where(exp.or_(*lost) if lost else exp.false())
+    condition = exp.or_(*lost) if lost else exp.false()
+    if plan.group_by:  # a group the change empties is deleted: nothing to recompute
+        count = exp.Add(this=_zero_if_null(col(COUNT_COLUMN, "t")), expression=col(COUNT_COLUMN, "s"))
+        condition = exp.and_(exp.NEQ(this=count, expression=lit(0)), exp.paren(condition))
+    return joined.where(condition)
+
+
+def _new_extreme(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
+    """The extreme of the stored one and those the change added (NULL if neither is)."""
+    return func("least" if agg.function is F.MIN else "greatest", col(agg.value, stored), col(agg.value, delta))
+
+
+def _new_holders(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
+    """A counted extreme: the rows that hold `_new_extreme` after the change (stored, added, less
+    removed; NULL if the stored count is missing)."""
+    extreme = _new_extreme(agg, stored, delta)
+
+    def at(value: exp.Expr, holders: exp.Expr) -> exp.Expr:
+        return _if(exp.EQ(this=value, expression=extreme.copy()), holders, lit(0))
+
+    kept = at(col(agg.value, stored), col(agg.holders, stored))
+    held = exp.Add(this=kept, expression=at(col(agg.value, delta), col(agg.holders, delta)))
+    return exp.Sub(this=held, expression=at(col(_removed(agg), delta), col(_removed_holders(agg), delta)))
+
+
+def _keeps_extreme(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
+    """A counted extreme is known after the change: nothing removed, only values inside it (their
+    net change: see `delta_select`), or some of its holders are left. NULL counts as not known."""
+    removed, extreme = col(_removed(agg), delta), _new_extreme(agg, stored, delta)
+    inside = exp.GT if agg.function is F.MIN else exp.LT
+    left = exp.GT(this=_new_holders(agg, stored, delta), expression=lit(0))
+    return exp.or_(
+        exp.Is(this=removed, expression=exp.Null()),
+        inside(this=removed.copy(), expression=extreme),
+        exp.and_(exp.EQ(this=removed.copy(), expression=extreme.copy()), left),
+    )
 
 
 def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -> exp.Select:
     """The whole stored state of the groups in `groups`, from the sources at the pinned versions
     (a semi-join on the keys, NULL-safe), each column renamed `_recomputed`."""
-    state = _whole_state(plan)
-    for e in state:
-        e.set("alias", ident(_recomputed(e.alias)))
-    query = substitute(_grouped(plan, [exp.true().as_(ident(RECOMPUTED_FLAG)), *state]), _snapshots(plan, versions))
+    wanted: exp.Expr | None = None
     if plan.group_by:
         lookup = f"{HIDDEN_PREFIX}f"
-        wanted = exp.and_(
+        same = exp.and_(
             *[
                 exp.NullSafeEQ(this=col(k, lookup), expression=_grouping(g))
                 for k, g in zip(_keys(plan), plan.group_by, strict=True)
             ]
         )
-        found = exp.select(lit(1)).from_(temp_table(groups).as_(ident(lookup))).where(wanted)
-        query = query.where(exp.Exists(this=found), copy=False)
-    return query
+        wanted = exp.Exists(this=exp.select(lit(1)).from_(temp_table(groups).as_(ident(lookup))).where(same))
+    return substitute(_state_select(plan, _recomputed, flag=True, where=wanted), _snapshots(plan, versions))
 
 
 def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str) -> exp.Expr:
@@ -318,9 +470,11 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
             sets[agg.value] = _if(exp.EQ(this=nn.copy(), expression=lit(0)), exp.Null(), total)
             inserts[agg.value] = col(agg.value, s)
         if agg.function in EXTREMES:
-            combine = "least" if agg.function is F.MIN else "greatest"
-            sets[agg.value] = func(combine, col(agg.value, t), col(agg.value, s))
+            sets[agg.value] = _new_extreme(agg, t, s)
             inserts[agg.value] = col(agg.value, s)
+        if agg.counted:
+            sets[agg.holders] = _new_holders(agg, t, s)
+            inserts[agg.holders] = col(agg.holders, s)
         if agg.function is F.RECOMPUTED:
             assert recomputed is not None  # every touched group is recomputed
             sets[agg.value] = col(_recomputed(agg.value), s)
@@ -553,7 +707,14 @@ class AggregateRules:
                     lines += [f"    {s.alias}: {step}" for step in climb_steps(plan, plan.tree, s.index)]
         lines.append("    per group: " + ("the one global row" if not plan.group_by else "keys matched NULL-safe"))
         for agg in plan.aggregates:
-            lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rules[agg.function]}")
+            rule = rules[agg.function]
+            if agg.counted:
+                extreme = "minimum" if agg.function is F.MIN else "maximum"
+                rule = (
+                    f"{rule.split(';')[0]}, and the count of the rows at the {extreme} (+ added, - removed); "
+                    f"recomputed only for the groups that lose every row at their {extreme}"
+                )
+            lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rule}")
         lines.append(
             "    recomputed groups (from the sources at the pinned versions) take their whole state from the "
             "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, and DECIMAL "

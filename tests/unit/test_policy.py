@@ -116,13 +116,16 @@ def test_rows_after_follows_appends_deletes_and_merges_from_the_metrics():
 
 
 def test_the_plan_says_which_costs_a_view_pays():
-    """`auto`'s inputs from the plan: a MIN/MAX can lose its extreme, an outer join pads."""
+    """`auto`'s inputs from the plan: a MIN/MAX that does not count its extreme's rows can lose
+    it, an outer join pads."""
     from dbt_ivm import analyze
 
     schema = {"db.o": {"id": "int", "cust": "int", "amt": "double"}, "db.c": {"cid": "int", "name": "string"}}
-    extremes = analyze("select cust, max(amt) as top, count(*) as n from db.o group by cust", schema)
+    counted = analyze("select cust, max(amt) as top, count(*) as n from db.o group by cust", schema)
+    extremes = analyze("select cust, max(amt) as top, stddev(amt) as sd from db.o group by cust", schema)
     sums = analyze("select cust, sum(amt) as total from db.o group by cust", schema)
     outer = analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", schema)
     inner = analyze("select o.id, c.name from db.o o join db.c c on o.cust = c.cid", schema)
-    assert extremes.keeps_extremes and not sums.keeps_extremes and not outer.keeps_extremes
+    assert extremes.loses_extremes and not counted.loses_extremes
+    assert not sums.loses_extremes and not outer.loses_extremes
     assert outer.pads and not inner.pads and not extremes.pads

@@ -4,10 +4,12 @@ FROM `__ivm_delta_x` AS s
 LEFT JOIN `db`.`v__ivm` AS `t`
   ON TRUE
 WHERE
-  NOT `s`.`__ivm_del_1` IS NULL
-  AND (
-    (
-      `t`.`__ivm_count` IS NULL OR `t`.`__ivm_a_1` IS NULL
-    )
-    OR `s`.`__ivm_del_1` <= `t`.`__ivm_a_1`
+  NOT COALESCE(
+    `s`.`__ivm_del_1` IS NULL
+    OR `s`.`__ivm_del_1` > LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`)
+    OR (
+      `s`.`__ivm_del_1` = LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`)
+      AND IF(`t`.`__ivm_a_1` = LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`), `t`.`__ivm_m_1`, 0) + IF(`s`.`__ivm_a_1` = LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`), `s`.`__ivm_m_1`, 0) - IF(`s`.`__ivm_del_1` = LEAST(`t`.`__ivm_a_1`, `s`.`__ivm_a_1`), `s`.`__ivm_delm_1`, 0) > 0
+    ),
+    FALSE
   )

@@ -503,6 +503,31 @@ def test_a_group_is_recomputed_only_when_every_row_at_its_extreme_is_gone(spark,
         assert_consistent(spark, spark_db, "x")
 
 
+def test_a_view_stored_before_extremes_were_counted_is_rebuilt_once_saying_so(spark, spark_db, sources):
+    """A MIN/MAX view built by an earlier release has no `__ivm_m_<k>` and no `dbt_ivm.state`:
+    `incremental` refuses with the reason, `auto` rebuilds once, then refreshes."""
+    sql = f"select cust, max(amt) as hi, sum(amt) as s from {DB}.o group by cust"
+    mv(spark_db, "e", sql).materialize()
+    spark.sql(f"alter table {DB}.e__ivm unset tblproperties ('dbt_ivm.state')")
+    spark.sql(f"delete from {DB}.o where id % 97 = 1")
+    with pytest.raises(StateError, match=r"keeps other hidden columns .* counts MIN/MAX's rows.*--full-refresh"):
+        mv(spark_db, "e", sql).materialize()
+    lines: list[str] = []
+    assert mv(spark_db, "e", sql, log=lines.append, policy="auto").materialize().action == "built"
+    assert any("building (the stored view keeps other hidden columns" in line for line in lines), lines
+    assert_consistent(spark, spark_db, "e")
+    spark.sql(f"delete from {DB}.o where id % 97 = 2")
+    assert mv(spark_db, "e", sql).materialize().action == "refreshed"
+    assert_consistent(spark, spark_db, "e")
+    # a view without MIN/MAX stores what it did before: no property needed, nothing rebuilt
+    sums = f"select cust, sum(amt) as s from {DB}.o group by cust"
+    mv(spark_db, "f", sums).materialize()
+    spark.sql(f"alter table {DB}.f__ivm unset tblproperties ('dbt_ivm.state')")
+    spark.sql(f"delete from {DB}.o where id % 97 = 3")
+    assert mv(spark_db, "f", sums).materialize().action == "refreshed"
+    assert_consistent(spark, spark_db, "f")
+
+
 def test_appends_to_an_aggregate_recompute_nothing_and_read_no_stored_group(spark, spark_db, sources):
     mv(spark_db, "g", GROUPED).materialize()
     spark.sql(f"insert into {DB}.o values (5000, 12, 1.0), (5001, 12, 9999.0), (5002, NULL, NULL)")

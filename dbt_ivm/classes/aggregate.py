@@ -468,7 +468,10 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
         if agg.function in (F.SUM, F.AVG):
             total = _combine(col(agg.value, t), col(agg.value, s), exp.Add)
             sets[agg.value] = _if(exp.EQ(this=nn.copy(), expression=lit(0)), exp.Null(), total)
-            inserts[agg.value] = col(agg.value, s)
+            # a new group's sum over no non-NULL value is NULL, also when the terms added and
+            # removed the same values (their difference is 0, not NULL)
+            none = exp.EQ(this=col(agg.non_null, s), expression=lit(0))
+            inserts[agg.value] = _if(none, exp.Null(), col(agg.value, s))
         if agg.function in EXTREMES:
             sets[agg.value] = _new_extreme(agg, t, s)
             inserts[agg.value] = col(agg.value, s)

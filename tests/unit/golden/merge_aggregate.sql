@@ -85,9 +85,9 @@ WHEN NOT MATCHED AND `s`.`__ivm_count` <> 0 THEN INSERT (
     )
   ),
   IF(`s`.`__ivm_r`, `s`.`__ivm_r_nn_1`, `s`.`__ivm_nn_1`),
-  IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_1`, `s`.`__ivm_a_1`),
+  IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_1`, IF(`s`.`__ivm_nn_1` = 0, NULL, `s`.`__ivm_a_1`)),
   IF(`s`.`__ivm_r`, `s`.`__ivm_r_nn_2`, `s`.`__ivm_nn_2`),
-  IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_2`, `s`.`__ivm_a_2`),
+  IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_2`, IF(`s`.`__ivm_nn_2` = 0, NULL, `s`.`__ivm_a_2`)),
   IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_3`, `s`.`__ivm_a_3`),
   IF(`s`.`__ivm_r`, `s`.`__ivm_r_a_4`, `s`.`__ivm_r_a_4`)
 )

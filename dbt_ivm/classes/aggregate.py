@@ -131,6 +131,11 @@ def _of_groups(plan: ViewPlan, by_values: exp.Select, carried: list[str], counts
     return select.group_by(*[k.copy() for k in keys]) if keys else select
 
 
+def _counts(plan: ViewPlan) -> set[str]:
+    """The state columns that are counts: 0, not NULL, for a group with no row (see `_of_groups`)."""
+    return {COUNT_COLUMN, *(a.non_null for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG))}
+
+
 def _at_extreme(agg: Aggregate, j: int, measure: exp.Expr, where: exp.Expr | None = None) -> tuple[exp.Expr, exp.Expr]:
     """Over the rows grouped by counted argument `j`: the extreme of its values (where `where`),
     and `measure` of the row that holds it."""
@@ -216,7 +221,7 @@ def _state_select(
     values = _counted_arguments(plan)
     if not values:
         return query
-    counts = {name(COUNT_COLUMN)} | {name(a.non_null) for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG)}
+    counts = {name(c) for c in _counts(plan)}
     by_values = _by_values(query, [_grouping(g) for g in plan.group_by], values)
     select = _of_groups(plan, by_values, [str(e.alias) for e in state], counts)
     if flag:  # a constant: the one global row over no rows is recomputed too
@@ -305,8 +310,7 @@ def delta_select(
     # remove alike has changed nothing (a join's terms can), the others were added or removed
     firsts = {_slot(plan, a): a for a in reversed(extremes)}
     values = [col(_argument(firsts[j])) for j in range(len(firsts))]
-    counts = {COUNT_COLUMN, *(a.non_null for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG))}
-    counts |= {_non_finite(a) for a in plan.aggregates if a.index in float_sums}
+    counts = _counts(plan) | {_non_finite(a) for a in plan.aggregates if a.index in float_sums}
     select = _of_groups(plan, _by_values(select, keys, values), [str(m.alias) for m in measures], counts)
     net = col(COUNT_COLUMN)
     for agg in extremes:

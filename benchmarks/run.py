@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import statistics
@@ -98,6 +99,7 @@ class Case:
     files_read: int = 0  # data files it read (after Delta's data skipping)
     rebuild_rows_read: int = 0  # the same for the rebuild that followed it
     auto_reason: str = ""  # auto's log line: its inputs and both estimates (the last run's)
+    auto_inputs: str = ""  # what auto chose from (`policy.Inputs`, JSON; the last run's): `benchmarks.auto` replays it
     runs: list[float] = field(default_factory=list)
 
     @property
@@ -317,6 +319,7 @@ def run_case(
         choice = estimator.estimate()  # its inspect is the refresh's own: only the estimate's queries count
         autos.append((estimator.auto_seconds, choice is not None and choice.rebuild))
         case.auto_reason = choice.reason if choice else ""
+        case.auto_inputs = json.dumps(asdict(choice.inputs)) if choice and choice.inputs else ""
         db.reset()
         since = next_execution(spark)
         with peak_heap(spark) as peak:

@@ -6,6 +6,7 @@ import csv
 
 import pytest
 
+from benchmarks import auto
 from benchmarks import run as bench
 
 pytestmark = pytest.mark.spark
@@ -27,6 +28,10 @@ def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp
         rows = list(csv.DictReader(f))
     assert len(rows) == len(cases) and {"refresh_s", "rebuild_s", "speedup", "statements"} <= set(rows[0])
     assert all(c.auto in ("incremental", "rebuild") and c.auto_s > 0 for c in measured)
+    # auto's inputs are recorded, and replayed they give the choice it made (one run each here)
+    replayed = auto.replay([path])
+    assert [(c.view, c.kind) for c, _, _ in replayed] == [(c.view, c.kind) for c in measured]
+    assert [rebuild for _, rebuild, _ in replayed] == [c.auto == "rebuild" for c in measured]
     table = bench.report(cases, path)
     assert table.count("\n| 2,000 | ") == len(cases) and "cores" in table and "rows read" in table
     idle = [c for c in cases if c.kind == "no change"]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from benchmarks.auto import replay
 from dbt_ivm.errors import ConfigError
 from dbt_ivm.history import changed_rows, rows_after
-from dbt_ivm.policy import COSTS, Inputs, RefreshPolicy, choose, parse_policy
+from dbt_ivm.policy import COSTS, Costs, Inputs, RefreshPolicy, choose, parse_policy
 from tests.unit.test_history import commit
+
+ROOT = Path(__file__).parents[2]
 
 
 def test_the_policy_config_takes_three_values_and_names_them_when_wrong():
@@ -42,7 +47,16 @@ def test_a_change_joined_with_a_large_source_costs_its_scan():
     dimension = choose(Inputs({"db.c": 2_000}, {"db.c": 10_001_000}, False, 10_011_000, 10_000_000))
     assert not dimension.rebuild
     assert "refresh ≈" in dimension.reason and "rebuild ≈" in dimension.reason
-    assert len(COSTS.describe()) == 4
+    assert len(COSTS.describe()) == 5
+
+
+def test_estimates_closer_than_their_error_are_a_tie_and_a_tie_refreshes():
+    flat = {"scan": 0.0, "change": 0.0, "merge_fixed": 0.0, "merge_filtered": 0.0, "merge": 0.0, "write": 0.0}
+    change = Inputs({"db.f": 10}, {"db.f": 0}, False, 100, 100)
+    tie = choose(change, Costs(fixed=1.1, rebuild_fixed=1.0, **flat))  # the rebuild estimated 9 % cheaper
+    assert not tie.rebuild and "incremental, the estimates within 1.2x of each other" in tie.reason
+    assert choose(change, Costs(fixed=1.3, rebuild_fixed=1.0, **flat)).rebuild
+    assert not choose(change, Costs(fixed=1.3, rebuild_fixed=1.0, tie=1.5, **flat)).rebuild
 
 
 def _benchmark_view(n, changed, *, sources, view_rows, **shape):
@@ -129,3 +143,12 @@ def test_the_plan_says_which_costs_a_view_pays():
     assert extremes.loses_extremes and not counted.loses_extremes
     assert not sums.loses_extremes and not outer.loses_extremes
     assert outer.pads and not inner.pads and not extremes.pads
+
+
+def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target():
+    """`benchmarks.auto` over the runs of RESULTS.md: the choice of each of the 69 measured cases,
+    now, against the faster path as measured. Any change of `COSTS` must keep this."""
+    runs = [f"benchmarks/results/{label}.csv" for label in ("20261124-10m", "20261124-10m-counted", "20261124-1m-grid")]
+    ratios = [ratio for _, _, ratio in replay([str(ROOT / run) for run in runs])]
+    assert len(ratios) == 69
+    assert sum(r > 1.1 for r in ratios) <= 2 and max(ratios) < 1.15, sorted(ratios)[-5:]

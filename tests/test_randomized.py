@@ -180,6 +180,19 @@ def test_harness_catches_an_identity_filter_without_padded_rows(spark, spark_db,
 
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
-    monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, change=None: [])
+    monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
     monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+
+
+def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark, spark_db, monkeypatch):
+    """Over an outer join, each side of a term (and the changed side's compensation reads)
+    narrowed to the change set's smallest key only: matches and padded rows of the other change
+    rows are lost or made up."""
+    original = joins.key_ranges
+
+    def smallest_only(staged, keys, stats):
+        return original(staged, keys, {k: stats[k.replace("hi_", "lo_")] for k in stats})
+
+    monkeypatch.setattr(joins, "key_ranges", smallest_only)
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=3)

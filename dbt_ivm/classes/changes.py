@@ -178,12 +178,13 @@ def delta_terms(
     A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
     that take the unique-key flip; `stage`: caches a level's change read twice).
     `narrow`: per changed occurrence, filters on the other occurrences of its term that keep
-    every row its change rows can join (see `joins.narrowing`; inner joins only).
+    every row its change rows can join (see `joins.narrowing`; over outer joins each applies at
+    one join only, `outer_terms.outer_join_keys`).
     """
     from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
 
     if has_outer_join(plan.tree):
-        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips, stage)
+        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips, stage, narrow)
         return
     for i, changed in enumerate(plan.sources):
         key = changed.table.key

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -21,7 +21,7 @@ from sqlglot import exp
 from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
-from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
+from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, Source, TableName, ViewPlan
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
 
 # Up to this many changed identities are written into the MERGE as literals (see identity_filter).
@@ -219,35 +219,39 @@ KEY_TYPES = re.compile(r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|
 def join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
     """Per occurrence, (its column, another occurrence's alias, that one's column, their type) of
     each equality between two plain columns of one type that every row of the view satisfies: a
-    conjunct of an inner join's ON or of the WHERE. None over outer joins (`outer_terms`)."""
-    from dbt_ivm.classes.outer_terms import has_outer_join
+    conjunct of an inner join's ON or of the WHERE. Over outer joins: those of each join on the
+    occurrence's way to the root (`outer_terms.outer_join_keys`)."""
+    from dbt_ivm.classes.outer_terms import has_outer_join, outer_join_keys
 
     if has_outer_join(plan.tree):
-        return {}
-    by_alias = {s.alias: s for s in plan.sources}
+        return outer_join_keys(plan)
     where = plan.query.args.get("where")
     # the view's own joins (also those of a parenthesized join), not a subquery's
     joins = [j for j in plan.query.find_all(exp.Join) if j.find_ancestor(exp.Select) is plan.query]
-    conditions = [j.args.get("on") for j in joins] + [where.this if where else None]
     keys: dict[int, list[tuple[str, str, str, str]]] = {}
-    for condition in conditions:
-        for eq in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-            if not isinstance(eq, exp.EQ) or not all(_plain_column(c) for c in (eq.this, eq.expression)):
-                continue
-            sides = [(by_alias.get(c.table), c.name) for c in (eq.this, eq.expression)]
-            types = [dict(s.columns).get(name, "").lower() if s else "" for s, name in sides]
-            (a, a_col), (b, b_col) = sides
-            if (
-                a is None
-                or b is None
-                or a.alias == b.alias
-                or types[0] != types[1]
-                or not KEY_TYPES.fullmatch(types[0])
-            ):
-                continue
-            keys.setdefault(a.index, []).append((a_col, b.alias, b_col, types[0]))
-            keys.setdefault(b.index, []).append((b_col, a.alias, a_col, types[0]))
+    for condition in [j.args.get("on") for j in joins] + [where.this if where else None]:
+        for (a, a_col), (b, b_col), type_ in key_equalities(plan, condition):
+            keys.setdefault(a.index, []).append((a_col, b.alias, b_col, type_))
+            keys.setdefault(b.index, []).append((b_col, a.alias, a_col, type_))
     return keys
+
+
+def key_equalities(
+    plan: ViewPlan, condition: exp.Expr | None
+) -> Iterator[tuple[tuple[Source, str], tuple[Source, str], str]]:
+    """((occurrence, column), (another occurrence, column), type) of each conjunct of `condition`
+    (not one under an OR) that equates plain columns of two occurrences, of one `KEY_TYPES` type."""
+    by_alias = {s.alias: s for s in plan.sources}
+    for eq in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+        eq = eq.unnest() if eq is not None else None
+        if not isinstance(eq, exp.EQ) or not all(_plain_column(c) for c in (eq.this, eq.expression)):
+            continue
+        (a, a_col), (b, b_col) = [(by_alias.get(c.table), c.name) for c in (eq.this, eq.expression)]
+        if a is None or b is None or a.alias == b.alias:
+            continue
+        types = [dict(s.columns).get(name, "").lower() for s, name in ((a, a_col), (b, b_col))]
+        if types[0] == types[1] and KEY_TYPES.fullmatch(types[0]):
+            yield (a, a_col), (b, b_col), types[0]
 
 
 def _plain_column(e: exp.Expr) -> bool:

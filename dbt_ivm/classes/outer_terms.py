@@ -32,12 +32,12 @@ that can change.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
 from dbt_ivm.classes import Refresh, Stage
-from dbt_ivm.classes.changes import changes_relation, snapshot_relation, term_version, union_all
+from dbt_ivm.classes.changes import Narrowing, changes_relation, snapshot_relation, term_version, union_all
 from dbt_ivm.ir import (
     DELTA_COLUMN,
     HIDDEN_PREFIX,
@@ -62,12 +62,61 @@ def has_outer_join(node: JoinNode) -> bool:
     return True
 
 
+def _children(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
+    return node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
+
+
 def leaves(node: JoinNode) -> tuple[int, ...]:
     """The source occurrences under `node`, in occurrence order."""
     if isinstance(node, Leaf):
         return (node.source,)
-    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-    return tuple(sorted(i for c in children for i in leaves(c)))
+    return tuple(sorted(i for c in _children(node) for i in leaves(c)))
+
+
+def _path(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
+    """The joins above occurrence `index`, the root first."""
+    if not isinstance(node, Leaf):
+        yield node
+        yield from _path(next(c for c in _children(node) if index in leaves(c)), index)
+
+
+def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[tuple[str, Source, str, str]]:
+    """(a column of occurrence `index`, an occurrence on another side of `node`, its column, their
+    type) of each key equality (`joins.key_equalities`) of `node`'s condition between the two."""
+    from dbt_ivm.classes.joins import key_equalities
+
+    mine = leaves(next(c for c in _children(node) if index in leaves(c)))
+    conditions = node.predicates if isinstance(node, InnerGroup) else (node.on,)
+    out = []
+    for condition in conditions:
+        for a, b, type_ in key_equalities(plan, condition):
+            for (source, column), (other, other_column) in ((a, b), (b, a)):
+                if source.index == index and other.index not in mine:
+                    out.append((column, other, other_column, type_))
+    return out
+
+
+def outer_join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
+    """`joins.join_keys` over outer joins: per occurrence i, for each key equality of a join above
+    it between i's column x and a column y of an occurrence b on the join's other side
+    (`node_keys`), (x, b, y, type), and (x, i, x, type).
+
+    At that join a change row of i meets b's rows only where y equals its x (a change row whose i
+    is padded, NULL, equals nothing), so its term reads b there only within the change set's
+    range of x (`joins.key_ranges`). So does the compensation's read of i's side before and after
+    the change: the b rows a change row matched (X) have y in that range, and so has every row of
+    i that matches them. `_Term._narrowed` applies each filter at its join only: elsewhere the
+    same occurrences are read whole (a compensation higher up needs all of them).
+    """
+    keys: dict[int, list[tuple[str, str, str, str]]] = {}
+    for source in plan.sources:
+        for node in _path(plan.tree, source.index):
+            for column, other, other_column, type_ in node_keys(plan, node, source.index):
+                entries = keys.setdefault(source.index, [])
+                for entry in ((column, other.alias, other_column, type_), (column, source.alias, column, type_)):
+                    if entry not in entries:
+                        entries.append(entry)
+    return keys
 
 
 def _with_rid(source: Source, rids: bool) -> bool:
@@ -98,8 +147,7 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
     """What a change to occurrence `index` does at each join above it, innermost first."""
     if isinstance(node, Leaf):
         return []
-    children = node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-    child = next(c for c in children if index in leaves(c))
+    child = next(c for c in _children(node) if index in leaves(c))
     steps = climb_steps(plan, child, index)
     if isinstance(node, InnerGroup):
         preds = " AND ".join(p.sql(dialect=DIALECT) for p in node.predicates) or "TRUE"
@@ -231,8 +279,10 @@ class _Term:
         signed: bool,
         flip: bool = False,
         stage: Stage | None = None,
+        narrow: Mapping[str, Sequence[exp.Expr]] | None = None,
     ):
         self.plan, self.changed, self.rids, self.flip, self.stage = plan, changed, rids, flip, stage
+        self.narrow = narrow or {}  # alias -> filters (`outer_join_keys`), each for one join (`_narrowed`)
         key = changed.table.key
         self.versions = {
             s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
@@ -240,17 +290,21 @@ class _Term:
         self.after = {**self.versions, changed.index: new[key]}
         self.change = changes_relation(changed, old[key] + 1, new[key], staged, signed)
 
-    def state(self, node: JoinNode, versions: Mapping[int, int]) -> exp.Select:
-        """`node`'s rows with its sources at `versions` (struct columns)."""
-        plan = self.plan
+    def state(
+        self, node: JoinNode, versions: Mapping[int, int], narrow: Mapping[int, Sequence[exp.Expr]] | None = None
+    ) -> exp.Select:
+        """`node`'s rows with its sources at `versions` (struct columns), each occurrence read
+        only where its filters of `narrow` hold (`_narrowed`)."""
+        plan, narrow = self.plan, narrow or {}
         if isinstance(node, Leaf):
             source = plan.sources[node.source]
-            relation = snapshot_relation(source, versions[source.index], with_rid=_with_rid(source, self.rids))
+            where = narrow.get(source.index, ())
+            relation = snapshot_relation(source, versions[source.index], _with_rid(source, self.rids), where)
             return exp.select(_struct(source, self.rids)).from_(relation)
         if isinstance(node, InnerGroup):
-            children = [self.state(c, versions) for c in node.children]
+            children = [self.state(c, versions, narrow) for c in node.children]
             return self._inner(node, children, delta=False)
-        left, right = self.state(node.preserved, versions), self.state(node.null_supplied, versions)
+        left, right = self.state(node.preserved, versions, narrow), self.state(node.null_supplied, versions, narrow)
         side = "full" if node.kind is JoinKind.FULL else "left"
         return (
             exp.select(*_columns(plan, node, False))
@@ -266,6 +320,19 @@ class _Term:
             select = select.where(exp.and_(*[p.copy() for p in node.predicates]))
         return select
 
+    def _narrowed(self, node: InnerGroup | OuterJoin, side: JoinNode) -> dict[int, Sequence[exp.Expr]]:
+        """The filters of `self.narrow` that hold for `side` where this term's change meets it at
+        `node`: another side's occurrences by the change's ranges of the keys they equal there
+        (each occurrence meets the change at one join only); the changed side's own occurrence by
+        its columns `node` equates, for the compensation's reads of that side."""
+        i = self.changed
+        if i.index not in leaves(side):
+            aliases = [(b, self.plan.sources[b].alias) for b in leaves(side)]
+            return {b: self.narrow[alias] for b, alias in aliases if alias in self.narrow}
+        columns = {column for column, *_ in node_keys(self.plan, node, i.index)}
+        own = [f for f in self.narrow.get(i.alias, ()) if isinstance(f, exp.Between) and f.this.name in columns]
+        return {i.index: own} if own else {}
+
     def delta(self, node: JoinNode) -> exp.Select:
         """`node`'s change in this term: struct columns and the signed multiplicity `__ivm_d`."""
         plan = self.plan
@@ -273,7 +340,9 @@ class _Term:
             return exp.select(_struct(self.changed, self.rids), col(DELTA_COLUMN)).from_(self.change.copy())
         if isinstance(node, InnerGroup):
             children = [
-                self.delta(c) if self.changed.index in leaves(c) else self.state(c, self.versions)
+                self.delta(c)
+                if self.changed.index in leaves(c)
+                else self.state(c, self.versions, self._narrowed(node, c))
                 for c in node.children
             ]
             return self._inner(node, children, delta=True)
@@ -285,16 +354,17 @@ class _Term:
         kind = "left" if full or arrives_on_left else "inner"  # a change to a preserved side keeps its rows
         compensates = full or not arrives_on_left
         change = self._once(self.delta(changed)) if compensates and not isinstance(changed, Leaf) else None
+        others = self.state(other, self.versions, self._narrowed(node, other))
         flows = (
             exp.select(*_columns(plan, node, True))
             .from_(change.copy() if change is not None else _sub(self.delta(changed), "c"))
-            .join(_sub(self.state(other, self.versions), "p"), on=node.on.copy(), join_type=kind)
+            .join(_sub(others.copy(), "p"), on=node.on.copy(), join_type=kind)
         )
         if not compensates:
             return flows  # the other side is null-supplied: no padded row of it depends on the change
         if self.flip and changed == Leaf(self.changed.index):
             return self._flipped(node, flows, other)
-        terms = union_all([flows, *self._compensation(node, changed, other, change)])
+        terms = union_all([flows, *self._compensation(node, changed, other, others, change)])
         return exp.select(*_columns(plan, node, True)).from_(terms.subquery(ident(f"{HIDDEN_PREFIX}u")))
 
     def _flipped(self, node: OuterJoin, flows: exp.Select, other: JoinNode) -> exp.Select:
@@ -330,14 +400,14 @@ class _Term:
         return exp.Table(this=ident(self.stage(change)), alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}c")))
 
     def _compensation(
-        self, node: OuterJoin, changed: JoinNode, other: JoinNode, change: exp.Expr | None = None
+        self, node: OuterJoin, changed: JoinNode, other: JoinNode, others: exp.Select, change: exp.Expr | None = None
     ) -> list[exp.Select]:
-        """The padded rows of the `other` (preserved) rows a change row matches: + with no match
-        after the change, - with no match before it."""
+        """The padded rows of the `other` (preserved) rows a change row matches (`others`: that
+        side's state): + with no match after the change, - with no match before it."""
         plan = self.plan
         matched = (
             exp.select(*_columns(plan, other, False))
-            .from_(_sub(self.state(other, self.versions), "p"))
+            .from_(_sub(others.copy(), "p"))
             .join(
                 change.copy() if change is not None else _sub(self.delta(changed), "c"),
                 on=node.on.copy(),
@@ -345,12 +415,13 @@ class _Term:
             )
         )
         padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
+        narrow = self._narrowed(node, changed)
         sides = []
         for versions, sign in ((self.after, 1), (self.versions, -1)):
             select = (
                 exp.select(*_columns(plan, node, False), lit(sign).as_(ident(DELTA_COLUMN)))
                 .from_(_sub(matched, "x"))
-                .join(_sub(self.state(changed, versions), "c"), on=node.on.copy(), join_type="left")
+                .join(_sub(self.state(changed, versions, narrow), "c"), on=node.on.copy(), join_type="left")
                 .where(padded.copy())
             )
             sides.append(select)
@@ -367,17 +438,20 @@ def outer_delta_terms(
     signed: bool = False,
     flips: frozenset[int] = frozenset(),
     stage: Stage | None = None,
+    narrow: Narrowing | None = None,
 ) -> Iterator[tuple[Source, exp.Select]]:
     """`changes.delta_terms` for a join tree with outer joins: each term is `query`'s projections
     and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`.
     `flips`: occurrences whose change takes the unique-key flip (see `flip_keys`); `stage`
-    caches a query and names the cached table (see `_Term._once`)."""
+    caches a query and names the cached table (see `_Term._once`); `narrow`: per changed
+    occurrence, its term's filters by alias (`outer_join_keys`)."""
     for changed in plan.sources:
         key = changed.table.key
         if new[key] == old[key]:
             continue
         staged_rows = (staged or {}).get(changed.index)
-        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips, stage)
+        filters = (narrow or {}).get(changed.index)
+        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips, stage, filters)
         select = query.copy()
         select.set("joins", None)
         select = select.from_(_sub(term.delta(plan.tree), "v"), copy=False)

@@ -332,12 +332,17 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
     implicit = analyze("select o.id, c.name from db.o o, db.c c where o.cust = c.cid and o.note = c.name", SCHEMA)
     assert [k[0] for k in joins.join_keys(implicit)[0]] == ["cust", "note"]
     for unsafe in (
-        "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid",  # padded rows match nothing
         "select o.id, c.name from db.o o join db.c c on o.cust = c.cid or o.id = c.cid",  # not every row
         "select o.id from db.o o join db.c c on o.amt = c.cid",  # double = int: no exact bound
         "select o.id from db.o o join db.c c on o.cust + 0 = c.cid",  # not a plain column
     ):
         assert joins.join_keys(analyze(unsafe, SCHEMA)) == {}, unsafe
+    # over an outer join: each side by the other's range, and itself for the compensation's reads
+    outer = joins.join_keys(analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA))
+    assert outer == {
+        0: [("cust", "c", "cid", "int"), ("cust", "o", "cust", "int")],
+        1: [("cid", "o", "cust", "int"), ("cid", "c", "cid", "int")],
+    }
     stats = joins.key_stats({0: "chg0"}, keys)
     assert stats is not None and "MIN(`cust`) AS lo_0_0" in render.sql(stats)
     narrow = joins.key_ranges({0: "chg0"}, keys, {"lo_0_0": 3, "hi_0_0": 9})

@@ -239,6 +239,17 @@ class ViewPlan:
         return any(a.function in extremes and not a.counted for a in self.aggregates)
 
     @property
+    def hidden_names(self) -> str:
+        """The hidden columns, comma-separated: what a build records as `dbt_ivm.state`."""
+        return ",".join(h.name for h in self.hidden)
+
+    @property
+    def state_before_recorded(self) -> str:
+        """The hidden columns, comma-separated, that a view built before its storage recorded them
+        (`dbt_ivm.state`) keeps: all but the counts of the rows at a MIN/MAX, which came with it."""
+        return ",".join(h.name for h in self.hidden if h.role is not Role.EXTREME_COUNT)
+
+    @property
     def pads(self) -> bool:
         """An outer join: a source is null-supplied, and a change to it can add or remove padded rows."""
         return any(s.side is not Side.PRESERVED for s in self.sources)

@@ -32,7 +32,7 @@ from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.classes import Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
 from dbt_ivm.history import appended_rows, changed_rows, metric, rows_after
-from dbt_ivm.ir import Role, TableName, ViewPlan
+from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
     PROP_CLUSTER_BY,
@@ -508,9 +508,7 @@ class Maintainer:
             return "the stored view has an older format"
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
             return "the model or its sources' columns changed"
-        state = [h.name for h in plan.hidden]
-        earlier = [h.name for h in plan.hidden if h.role is not Role.EXTREME_COUNT]  # built before PROP_STATE
-        if props.get(PROP_STATE, ",".join(earlier)) != ",".join(state):
+        if props.get(PROP_STATE, plan.state_before_recorded) != plan.hidden_names:
             return "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows)"
         changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
         return f"the session's settings differ from the build's: {changed}" if changed else ""
@@ -549,7 +547,7 @@ class Maintainer:
             PROP_SETTINGS: encode_settings(self.settings),
             PROP_FUNCTIONS: ",".join(plan.functions),
             PROP_CLUSTER_BY: ",".join(self.cluster_by),
-            PROP_STATE: ",".join(h.name for h in plan.hidden),
+            PROP_STATE: plan.hidden_names,
         }
         view = self.rules.user_view(plan, self.backing, self._describe)
         rows = layout.clustered(self.rules.build_select(plan, pinned), self.cluster_by)

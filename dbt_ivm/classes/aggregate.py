@@ -652,8 +652,9 @@ class AggregateRules:
         return view_select(plan, backing, avg_types)
 
     def apply(self, refresh: Refresh) -> Write:
-        """Cache the group deltas; find the groups to recompute (reads those groups of the view);
-        recompute their state from the sources at the pinned versions; one MERGE."""
+        """Cache the group deltas; count the groups to recompute (reads those groups of the view)
+        and, when there are any, cache them and recompute their state from the sources at the
+        pinned versions; one MERGE."""
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
         flips, flipped = decide_flips(refresh) if has_outer_join(plan.tree) else (frozenset(), "")
@@ -671,13 +672,14 @@ class AggregateRules:
                 return Write("empty", empty_commit(refresh.backing), 0, 0)
             removing, touched = int(stats.get("removing") or 0), f"{stats['n']} groups touched, "
         if rules.every_group or removing:
-            lost = refresh.temp("lost")
-            refresh.run(cache_as(lost, lost_groups(plan, refresh.backing, name, rules)))
-            counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(lost))
+            # counted first, uncached: with counted extremes most refreshes lose no group
+            lost = lost_groups(plan, refresh.backing, name, rules)
+            counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(lost.subquery(ident(f"{HIDDEN_PREFIX}l")))
             groups = int(refresh.query(sql(counted))[0]["n"])
             if groups:
-                recomputed = refresh.temp("recomputed")
-                refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, lost)))
+                cached, recomputed = refresh.temp("lost"), refresh.temp("recomputed")
+                refresh.run(cache_as(cached, lost))
+                refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, cached)))
         detail = f"{touched}{groups} recomputed from the sources" + (f"; {flipped}" if flipped else "")
         return Write("merge", merge_statement(plan, refresh.backing, name, recomputed), detail=detail)
 

@@ -639,7 +639,7 @@ def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, 
     monkeypatch.setattr(
         outer_joins,
         "decide_flips",
-        lambda refresh: (frozenset(i for i in outer_terms.flip_keys(refresh.plan) if i in refresh.staged), ""),
+        lambda refresh, narrow: (frozenset(i for i in outer_terms.flip_keys(refresh.plan) if i in refresh.staged), ""),
     )
     spark.sql(f"delete from {DB}.s where w = 'f'")
     mv(spark_db, "flip", sql).materialize()

@@ -181,7 +181,7 @@ def test_harness_catches_an_identity_filter_without_padded_rows(spark, spark_db,
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
     monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
-    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
 
 

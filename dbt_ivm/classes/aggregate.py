@@ -657,9 +657,10 @@ class AggregateRules:
         pinned versions; one MERGE."""
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
-        flips, flipped = decide_flips(refresh) if has_outer_join(plan.tree) else (frozenset(), "")
+        narrow = narrowing(refresh)
+        flips, flipped = decide_flips(refresh, narrow) if has_outer_join(plan.tree) else (frozenset(), "")
         delta = delta_select(
-            plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips, stager(refresh), narrowing(refresh)
+            plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips, stager(refresh), narrow
         )
         assert delta is not None
         name = refresh.temp("delta")

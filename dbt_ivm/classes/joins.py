@@ -517,15 +517,10 @@ class JoinRules:
     def apply(self, refresh: Refresh) -> Write:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
         plan = refresh.plan
-        flips, detail = self.flips(refresh)
+        narrow = narrowing(refresh)
+        flips, detail = self.flips(refresh, narrow)
         delta = delta_select(
-            plan,
-            refresh.old,
-            refresh.new,
-            refresh.staged,
-            flips=flips,
-            stage=stager(refresh),
-            narrow=narrowing(refresh),
+            plan, refresh.old, refresh.new, refresh.staged, flips=flips, stage=stager(refresh), narrow=narrow
         )
         assert delta is not None
         name = refresh.temp("delta")  # after the levels it reads: temporaries are released newest first
@@ -547,7 +542,7 @@ class JoinRules:
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return ranged_columns(plan, types)
 
-    def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:
+    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
         """The occurrences that take an outer join's unique-key flip, and a log detail: none here."""
         return frozenset(), ""
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt_ivm.classes import Refresh
+from dbt_ivm.classes.changes import Narrowing
 from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES, JoinRules, key_match, read_identities
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips
 from dbt_ivm.ir import HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
@@ -50,8 +51,8 @@ def stored_matches(plan: ViewPlan, backing: TableName, delta: str, ranges: Seque
 class OuterJoinRules(JoinRules):
     MONOTONE = False
 
-    def flips(self, refresh: Refresh) -> tuple[frozenset[int], str]:
-        return decide_flips(refresh)
+    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
+        return decide_flips(refresh, narrow)
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
         return read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))

@@ -223,18 +223,26 @@ def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
 
 
 def duplicate_keys(
-    plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], versions: list[tuple[int, int, str]]
+    plan: ViewPlan,
+    keys: Mapping[int, tuple[str, ...]],
+    versions: list[tuple[int, int, str]],
+    narrow: Narrowing | None = None,
 ) -> exp.Select:
     """Occurrences whose change rows' key values (`staged`, non-NULL) repeat in the source at a
-    version: rows (i) for each (occurrence i, version, staged change set) where some do."""
+    version: rows (i) for each (occurrence i, version, staged change set) where some do. The
+    source is read only within the change set's ranges of those keys that `narrow` has (its
+    filters on the occurrence itself, `outer_join_keys`): a row that repeats a change row's key
+    values lies in them."""
     parts = []
     for index, version, staged in versions:
         source = plan.sources[index]
         change = f"{HIDDEN_PREFIX}s"
         match = exp.and_(*[exp.EQ(this=col(k, source.alias), expression=col(k, change)) for k in keys[index]])
+        own = (narrow or {}).get(index, {}).get(source.alias, ())
+        where = [f for f in own if isinstance(f, exp.Between) and f.this.name in keys[index]]
         dups = (
             exp.select(*[col(k, source.alias) for k in keys[index]])
-            .from_(snapshot_relation(source, version, with_rid=False))
+            .from_(snapshot_relation(source, version, with_rid=False, where=where))
             .join(
                 exp.Table(this=ident(staged), alias=exp.TableAlias(this=ident(change))), on=match, join_type="left semi"
             )
@@ -245,9 +253,10 @@ def duplicate_keys(
     return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
 
 
-def decide_flips(refresh: Refresh) -> tuple[frozenset[int], str]:
+def decide_flips(refresh: Refresh, narrow: Narrowing | None = None) -> tuple[frozenset[int], str]:
     """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
-    those whose change rows' key values are unique in the source at both versions (one query)."""
+    those whose change rows' key values are unique in the source at both versions (one query,
+    narrowed by `narrow`, see `duplicate_keys`)."""
     plan = refresh.plan
     keys = flip_keys(plan)
     candidates = [i for i in keys if i in refresh.staged]
@@ -258,7 +267,7 @@ def decide_flips(refresh: Refresh) -> tuple[frozenset[int], str]:
         for i in candidates
         for version in (refresh.old[plan.sources[i].table.key], refresh.new[plan.sources[i].table.key])
     ]
-    repeated = {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions)))}
+    repeated = {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions, narrow)))}
     flips = frozenset(i for i in candidates if i not in repeated)
     said = [f"{plan.sources[i].alias} ({', '.join(keys[i])}) unique: padded rows flipped" for i in sorted(flips)]
     said += [f"{plan.sources[i].alias} ({', '.join(keys[i])}) repeats: general compensation" for i in sorted(repeated)]

@@ -323,6 +323,10 @@ def test_unique_key_flip_keys_and_sql():
     assert "`__ivm_flow`" in flipped
     check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
     assert check.count("`db`.`c` VERSION AS OF") == 2 and "HAVING COUNT(*) > 1" in check
+    # read within the change set's range of the key (`outer_join_keys`' filters on c itself)
+    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), {"lo_1_0": 3, "hi_1_0": 9})
+    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
+    assert "WHERE `cid` BETWEEN 3 AND 9" in check, check
 
 
 def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():

@@ -3,9 +3,10 @@ compare every view with its full recompute.
 
 A `Family` is a set of source tables and the views over them. One round applies
 random inserts / updates / deletes to one, several or all sources (NULLs in keys,
-duplicate rows, tables emptied and refilled; keyed tables get fresh ids and
-mostly appends, so views with a declared unique key take the append path), refreshes every view through
-`dbt_ivm.maintain` on the shared Spark session, and compares each view with its
+duplicate rows, tables emptied and refilled, a new row whose only match goes in the same
+round; keyed tables get fresh ids and mostly appends, so views with a declared unique key take
+the append path), refreshes every view through `dbt_ivm.maintain` on the shared Spark
+session, and compares each view with its
 definition recomputed at the versions the view consumed, as multisets.
 Later view classes plug in by adding a Family.
 """
@@ -55,6 +56,9 @@ class Family:
     odds: tuple[tuple[str, float], ...] | None = None
     # rows a round deleted may come back in a later round (an outer join's last match, re-inserted)
     restores: bool = False
+    # the odds that a changed table's new row joins another changed table's orphan, which goes in
+    # the same round (`Harness.adopt`)
+    adopts: float = 0.0
 
 
 @dataclass
@@ -79,16 +83,18 @@ class Report:
     multi_source_rounds: int = 0
     flips: int = 0  # outer joins: refreshes that flipped padded rows by a unique key
     compensations: int = 0  # and those that compensated them by the general algorithm
+    adoptions: int = 0  # new rows whose only match went in the same round
 
     def summary(self) -> str:
         outer = f", {self.flips} with a unique-key flip, {self.compensations} with NS-compensation" * bool(
             self.flips or self.compensations
         )
+        adopted = f", {self.adoptions} adopted orphans" * bool(self.adoptions)
         return (
             f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
             f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
             f"{self.builds} builds{outer}), "
-            f"{self.multi_source_rounds} rounds changed several sources, "
+            f"{self.multi_source_rounds} rounds changed several sources{adopted}, "
             f"{len(self.mismatches)} mismatches"
         )
 
@@ -123,6 +129,10 @@ class Harness:
         self.lock = threading.Lock()
         self.next_id = 0
         self.removed: dict[str, list[tuple]] = {}  # the rows each table's last delete removed
+        # orphans (see `random_rows`) draw from their own generator: the other draws stay as without them
+        self.orphan_rng = random.Random(f"orphans {seed}")
+        self.orphans: dict[Table, int] = {}  # the key of each table's last orphan
+        self.orphan_key = 0  # the last one, counted down
 
     # -- set up ------------------------------------------------------------------------
 
@@ -141,7 +151,7 @@ class Harness:
                 f"CREATE TABLE {self.qualified(t.name)} ({cols}) USING DELTA "
                 "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
             )
-            rows = [self.random_row(t) for _ in range(self.rng.choice([0, 3, 5, 8]))]
+            rows = self.random_rows(t, self.rng.choice([0, 3, 5, 8]))
             if rows:
                 self.insert(t, rows)
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
@@ -149,6 +159,19 @@ class Harness:
 
     def random_row(self, t: Table) -> tuple:
         return tuple(self.fresh_id() if c == t.key else self.rng.choice(domain(k)) for c, k in t.columns)
+
+    def random_rows(self, t: Table, n: int) -> list[tuple]:
+        """`n` random rows; where the family adopts, one more: an orphan, whose int columns all hold
+        a fresh key (negative: no other row's), so it joins no other table's row yet."""
+        rows = [self.random_row(t) for _ in range(n)]
+        if rows and self.family.adopts:
+            self.orphan_key -= 1
+            self.orphans[t] = self.orphan_key
+            rows.append(self.keyed_row(t, self.orphan_key))
+        return rows
+
+    def keyed_row(self, t: Table, key: int) -> tuple:
+        return tuple(key if kind == "int" else self.orphan_rng.choice(domain(kind)) for _, kind in t.columns)
 
     def fresh_id(self) -> int:
         self.next_id += 1
@@ -180,7 +203,7 @@ class Harness:
                 self.sql(f"DELETE FROM {target} WHERE {where}")
                 continue
             if op == "insert":
-                self.insert(t, [self.random_row(t) for _ in range(self.rng.randint(1, 4))])
+                self.insert(t, self.random_rows(t, self.rng.randint(1, 4)))
             elif op == "dup":  # duplicate existing rows: bag semantics
                 self.sql(f"INSERT INTO {target} SELECT * FROM {target} WHERE {self.predicate(t)}")
             elif op == "update":
@@ -198,6 +221,23 @@ class Harness:
             else:
                 self.sql(f"DELETE FROM {target}")
 
+    def adopt(self, changed: list[Table]) -> None:
+        """Each changed table may take a new row with the key of another changed table's orphan, which
+        goes: where the new row's table comes first in a join, its term joins the new row to the
+        orphan as it was and the other's term removes that match, so a new group's only match is
+        added and removed by different terms (an outer join leaves the group its padded row: a SUM
+        over no value, NULL)."""
+        for t in changed:
+            others = [o for o in changed if o != t and o in self.orphans]
+            if not others or self.orphan_rng.random() >= self.family.adopts:
+                continue
+            other = self.orphan_rng.choice(others)
+            key = self.orphans.pop(other)
+            self.insert(t, [self.keyed_row(t, key)])
+            matches = " OR ".join(f"`{c}` = {key}" for c, kind in other.columns if kind == "int")
+            self.sql(f"DELETE FROM {self.qualified(other.name)} WHERE {matches}")
+            self.report.adoptions += 1
+
     def round(self, number: int) -> None:
         tables = list(self.family.tables)
         how = (
@@ -214,6 +254,7 @@ class Harness:
             changed = tables
         else:
             changed = []
+        self.adopt(changed)  # first: each orphan adopted was there at the last refresh
         for t in changed:
             self.mutate(t)
         if len(changed) > 1:
@@ -474,4 +515,5 @@ OUTER = Family(
         ),
     ),
     restores=True,
+    adopts=0.2,
 )

@@ -37,6 +37,7 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
         assert report.appends > 0, "no refresh took the append path"
     if family is OUTER:
         assert report.flips > 0 and report.compensations > 0, "the unique-key flip or the compensation never ran"
+        assert report.adoptions > 0, "no new row's only match went in the same round"
 
 
 @pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER], ids=lambda f: f.name)
@@ -177,6 +178,25 @@ def test_harness_catches_an_identity_filter_without_padded_rows(spark, spark_db,
     """The inner-join filter (identities of the change rows) misses a padded row a change removes."""
     monkeypatch.setattr(outer_joins.OuterJoinRules, "changed_identities", joins.JoinRules.changed_identities)
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+
+
+def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spark_db, monkeypatch):
+    """The MERGE inserts a new group's SUM as the terms left it (0028886's bug): a new customer whose
+    only order, an orphan until then, is deleted in the same round holds the terms' 0, not NULL."""
+    original = aggregate.merge_statement
+
+    def raw_sums(*args):
+        merge = original(*args)  # in the insert clause, IF(s.nn = 0, NULL, s.sum) back to s.sum
+        merge.find(exp.Insert).transform(
+            lambda e: e.args["false"] if isinstance(e, exp.If) and isinstance(e.args["true"], exp.Null) else e,
+            copy=False,
+        )
+        return merge
+
+    monkeypatch.setattr(aggregate, "merge_statement", raw_sums)
+    view = next(v for v in OUTER.views if v.name == "o_agg_left")
+    family = Family("broken_sum", (OR, OS), (view,), adopts=1.0)
+    assert _mismatches(spark, spark_db, family, 8, seed=4) > 0
 
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from sqlglot import exp
 
 from dbt_ivm import analyze, layout, render, verbatim
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
@@ -205,8 +206,14 @@ def test_cluster_by_names_columns_the_refresh_narrows_by_and_sorts_the_build():
     rows = joins.build_select(plan, {"db.o": 1, "db.c": 2})
     assert layout.clustered(rows, ()) is rows
     sorted_rows = render.sql(layout.clustered(rows, ("id", "name")))
-    assert sorted_rows.endswith("ORDER BY `id`, `name`")  # ascending: NULLs first, as Spark sorts them
-    assert "ORDER BY" not in render.sql(rows)  # the plan's own select is left as it was
+    # range-partitioned before the grouping, each partition sorted: ascending, NULLs first as Spark sorts
+    assert "FROM (SELECT /*+ REPARTITION_BY_RANGE(`id`, `name`) */ * FROM (SELECT" in sorted_rows
+    assert sorted_rows.endswith("GROUP BY `id`, `name`, `__ivm_rid_0`, `__ivm_rid_1` SORT BY `id`, `name`")
+    assert "SORT BY" not in render.sql(rows) and "REPARTITION" not in render.sql(rows)  # the plan's select is kept
+    ungrouped = exp.select("id", "name").from_(exp.select("id", "name").from_("t").subquery("v"))
+    assert render.sql(layout.clustered(ungrouped, ("id",))).endswith("ORDER BY `id`")  # no grouping: a global sort
+    counted = exp.select("id", exp.Count(this=exp.Star()).as_("n")).from_(ungrouped.subquery("v")).group_by("id")
+    assert render.sql(layout.clustered(counted, ("n",))).endswith("ORDER BY `n`")  # not a column of the derived table
 
 
 def test_term_versions_telescope():

@@ -52,7 +52,8 @@ def clustered(select: exp.Select, columns: Sequence[str]) -> exp.Select:
     A build that groups its rows (a join's stored multiplicity) takes them range-partitioned by
     `columns` before grouping (`_ranged_before_grouping`), and sorts each partition: a range
     partitioning clusters the grouping keys too, so the grouping needs no shuffle of its own
-    and the files are the same ranges as under ORDER BY (a 10M-row LEFT JOIN: 24 s -> 18.5 s)."""
+    and the files are the same ranges as under ORDER BY (the CTAS of a 10M-row LEFT JOIN:
+    23.6 to 24.4 s -> 18.1 to 20.3 s)."""
     if not columns:
         return select
     order = [exp.Ordered(this=col(c), nulls_first=True) for c in columns]

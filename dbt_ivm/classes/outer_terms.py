@@ -32,7 +32,7 @@ that can change.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
@@ -222,6 +222,12 @@ def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
     return out
 
 
+def own_ranges(narrow: Mapping[str, Sequence[exp.Expr]], alias: str, columns: Collection[str]) -> list[exp.Expr]:
+    """The changed occurrence `alias`'s filters among one change's `narrow`: the change set's
+    ranges of its own columns in `columns` (`outer_join_keys`)."""
+    return [f for f in narrow.get(alias, ()) if isinstance(f, exp.Between) and f.this.name in columns]
+
+
 def duplicate_keys(
     plan: ViewPlan,
     keys: Mapping[int, tuple[str, ...]],
@@ -238,8 +244,7 @@ def duplicate_keys(
         source = plan.sources[index]
         change = f"{HIDDEN_PREFIX}s"
         match = exp.and_(*[exp.EQ(this=col(k, source.alias), expression=col(k, change)) for k in keys[index]])
-        own = (narrow or {}).get(index, {}).get(source.alias, ())
-        where = [f for f in own if isinstance(f, exp.Between) and f.this.name in keys[index]]
+        where = own_ranges((narrow or {}).get(index, {}), source.alias, keys[index])
         dups = (
             exp.select(*[col(k, source.alias) for k in keys[index]])
             .from_(snapshot_relation(source, version, with_rid=False, where=where))
@@ -253,7 +258,7 @@ def duplicate_keys(
     return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
 
 
-def decide_flips(refresh: Refresh, narrow: Narrowing | None = None) -> tuple[frozenset[int], str]:
+def decide_flips(refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
     """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
     those whose change rows' key values are unique in the source at both versions (one query,
     narrowed by `narrow`, see `duplicate_keys`)."""
@@ -339,7 +344,7 @@ class _Term:
             aliases = [(b, self.plan.sources[b].alias) for b in leaves(side)]
             return {b: self.narrow[alias] for b, alias in aliases if alias in self.narrow}
         columns = {column for column, *_ in node_keys(self.plan, node, i.index)}
-        own = [f for f in self.narrow.get(i.alias, ()) if isinstance(f, exp.Between) and f.this.name in columns]
+        own = own_ranges(self.narrow, i.alias, columns)
         return {i.index: own} if own else {}
 
     def delta(self, node: JoinNode) -> exp.Select:

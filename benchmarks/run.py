@@ -11,10 +11,11 @@ and mixed and local to its newest 1 % (a third each inserted, updated, deleted).
 is checked against the recompute and compared, in the same run, with a rebuild of the same
 view (`--full-refresh`) and a `table` model of the same SQL (CREATE OR REPLACE TABLE ... AS);
 insert-only changes of the join also with a dbt-spark `incremental` model (`merge` strategy on
-the fact's key, as users write it today). Each timing is the median of `--repeats` runs; with
-it go the statements the refresh issued, the costliest kinds of them, the rows and data files it
-read from storage and the rows its rebuild read (Spark's scan metrics, `rows_read`), and the
-driver's peak heap.
+the fact's key, as users write it today); insert-only changes also with the refresh after it
+(another batch, no rebuild in between: what a view refreshed on a schedule sees). Each timing is
+the median of `--repeats` runs; with it go the statements the refresh issued, the costliest kinds
+of them, the rows and data files it read from storage and the rows its rebuild read (Spark's scan
+metrics, `rows_read`), and the driver's peak heap.
 
 Writes `benchmarks/results/<run>.csv` (one row per case), `<run>.md` (the table, the machine,
 the ratios, the scaling figure t(10N)/t(N)) and, with matplotlib installed, `<run>.png`;
@@ -88,6 +89,9 @@ class Case:
     rebuild_s: float = 0.0
     table_s: float = 0.0
     incremental_s: float | None = None  # the dbt-spark incremental model (insert-only join only)
+    # insert-only: the next refresh, of another batch, with no rebuild in between (as users run
+    # refreshes: the watermark then carries the stored highs, `Watermark.highs`)
+    next_refresh_s: float | None = None
     path: str = ""  # the refresh's path: merge | insert | append | empty
     auto: str = ""  # what refresh_policy auto chose for this change: incremental | rebuild
     auto_s: float = 0.0  # auto's time: its estimate plus the path it chose
@@ -308,7 +312,7 @@ def run_case(
 ) -> Case:
     case = Case(n, view, kind, fraction)
     name = TableName(DB, view)
-    refreshes, rebuilds, tables, incrementals, autos, costs, reads = [], [], [], [], [], [], []
+    refreshes, rebuilds, tables, incrementals, autos, costs, reads, nexts = [], [], [], [], [], [], [], []
     if view == "join" and kind == "insert-only":  # the incremental model, built now: its next runs take new rows
         spark.sql(f"DROP TABLE IF EXISTS {DB}.join_incremental")
         incremental_model(spark)
@@ -332,6 +336,12 @@ def run_case(
         differing = spark.sql(consistency_sql(db, name)).count()
         if differing:
             raise AssertionError(f"{view} after {kind} {fraction}: {differing} rows differ from the recompute")
+        if kind == "insert-only":
+            batch[0] += 1
+            change(spark, n, kind, fraction, batch[0])
+            nexts.append(timed(maintainer(db, view, "incremental").materialize)[0])
+            if differing := spark.sql(consistency_sql(db, name)).count():
+                raise AssertionError(f"{view} after a second {kind} {fraction}: {differing} rows differ")
         since = next_execution(spark)
         rebuilds.append(timed(lambda: maintainer(db, view).materialize(full_refresh=True))[0])
         reads.append((*read, rows_read(spark, since)[0]))
@@ -352,6 +362,8 @@ def run_case(
     case.table_s = statistics.median(tables)
     if incrementals:
         case.incremental_s = statistics.median(incrementals)
+    if nexts:
+        case.next_refresh_s = statistics.median(nexts)
     case.view_rows = int(spark.sql(f"SELECT count(*) FROM {DB}.{view}").collect()[0][0])
     return case
 
@@ -491,9 +503,10 @@ def report(cases: list[Case], csv_path: str) -> str:
             costs += f" {_rows(c.rows_read)} ({c.files_read:,}) / {_rows(c.rebuild_rows_read)} |"
         auto = f"{c.auto} {c.auto_s:.2f} s ({c.auto_s / min(c.refresh_s, c.rebuild_s):.2f}x the faster)"
         incremental = f"; incremental model {c.incremental_s:.2f} s" if c.incremental_s else ""
+        following = f" (next {c.next_refresh_s:.2f} s)" if c.next_refresh_s else ""
         lines.append(
-            f"| {c.n:,} | {c.view} | {c.kind} | {c.fraction:.2%} | {c.changed_rows:,} | {c.refresh_s:.2f} s | "
-            f"{c.path} ({c.statements} statements) |{costs} {c.rebuild_s:.2f} s | "
+            f"| {c.n:,} | {c.view} | {c.kind} | {c.fraction:.2%} | {c.changed_rows:,} | "
+            f"{c.refresh_s:.2f} s{following} | {c.path} ({c.statements} statements) |{costs} {c.rebuild_s:.2f} s | "
             f"{c.table_s:.2f} s{incremental} | {c.speedup:.1f}x | {auto} |"
         )
     scaled = scaling(cases)

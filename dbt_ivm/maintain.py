@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -628,6 +628,8 @@ class Maintainer:
                 self.unique_key,
                 self._key_violation(),
                 output_types=self.output_types,
+                # a commit after the watermark's (an OPTIMIZE, a foreign write): its highs may be stale
+                highs=mark.highs if mark.commit_version == self.read_version else None,
             )
             try:
                 write = self.rules.apply(refresh)
@@ -637,6 +639,7 @@ class Maintainer:
             if write.detail:
                 self.log(f"fast_mv {self.view}: {write.detail}")
             self.before_commit()
+            new_mark = replace(new_mark, highs=write.highs)
             with commit_metadata(self.db, new_mark, self.backing):
                 self._write(render.sql(write.statement))
         finally:  # the newest first: a cached table's plan reads the ones cached before it

@@ -28,6 +28,10 @@ PROP_CLUSTER_BY = "dbt_ivm.cluster_by"  # the columns the build sorted the store
 PROP_SETTINGS = "dbt_ivm.settings"  # the session settings the model's meaning depends on, at build
 PROP_STATE = "dbt_ivm.state"  # the hidden columns the build stored (absent before MIN/MAX counted their rows)
 
+# view column -> a value no stored row's exceeds (an int, a timestamp's microseconds since the
+# epoch, a date's ISO text); None: no stored row has a value there (see `Watermark.highs`)
+Highs = Mapping[str, int | str | None]
+
 
 @dataclass(frozen=True)
 class Watermark:
@@ -45,6 +49,10 @@ class Watermark:
     # Sizes for refresh_policy auto (never for correctness; empty when not known): each source's
     # rows at the version consumed, and under the storage's own key its rows before this commit.
     rows: Mapping[str, int] = field(default_factory=dict)
+    # The highest stored value of each column a refresh tracks (`joins.tracked_columns`), or a
+    # value above it; None when unknown. A change set wholly above one holds no stored row: it is
+    # appended without reading the stored rows.
+    highs: Highs | None = None
 
     def encode(self) -> str:
         body = {
@@ -57,6 +65,8 @@ class Watermark:
         }
         if self.rows:
             body["rows"] = dict(sorted(self.rows.items()))
+        if self.highs is not None:
+            body["highs"] = dict(sorted(self.highs.items()))
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -72,6 +82,7 @@ class Watermark:
             str(body.get("run", "")),
             commit_version,
             {k: int(v) for k, v in body.get("rows", {}).items()},
+            body.get("highs"),
         )
 
 

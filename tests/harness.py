@@ -383,7 +383,8 @@ JOINS = Family(
     ),
 )
 
-# Keyed sources (fresh ids, mostly appends) under views that declare a unique key.
+# Keyed sources (fresh ids, mostly appends) under views that declare a unique key, and one that
+# does not.
 F = Table("f", (("id", "int"), ("k", "int"), ("v", "string")), key="id")
 G = Table("g", (("gid", "int"), ("k", "int"), ("w", "string")), key="gid")
 KEYED = Family(
@@ -392,6 +393,8 @@ KEYED = Family(
     (
         View("k_single", "SELECT id, k, upper(v) AS u FROM {db}.f WHERE v IS NOT NULL OR k > 1", ("id",)),
         View("k_join", "SELECT f.id, g.gid, f.v, g.w FROM {db}.f f JOIN {db}.g g ON f.k = g.k", ("id", "gid")),
+        # no declared key: appends above the stored ids skip the probe (the watermark's highs)
+        View("k_join_undeclared", "SELECT f.id, f.v, g.w FROM {db}.f f JOIN {db}.g g ON f.k = g.k"),
         View(
             "k_self",
             "SELECT f1.id AS id1, f2.id AS id2, f2.v FROM {db}.f f1 JOIN {db}.f f2 ON f1.k = f2.k",

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import TableName, ViewClass, ViewPlan
+from dbt_ivm.metadata import Highs
 
 Describe = Callable[[exp.Select], dict[str, str]]  # a query's column types (DESCRIBE QUERY)
 Stage = Callable[[exp.Select], str]  # caches a query for the refresh, returns the cached table's name
@@ -40,6 +41,8 @@ class Refresh:
     unique_key: tuple[str, ...] = ()
     key_violation: str = ""  # the message when the declared unique key repeats
     output_types: Mapping[str, str] = field(default_factory=dict)  # the view's column types (read at inspect)
+    # the stored rows' highest values the watermark vouches for (`Watermark.highs`); None: unknown
+    highs: Highs | None = None
 
 
 def stager(refresh: Refresh) -> Stage:
@@ -66,6 +69,7 @@ class Write:
     deleted: int | None = None
     detail: str = ""  # for the log, e.g. "3 groups recomputed"
     check_repeats: bool = False  # a change row may match several stored rows if the unique key lied
+    highs: Highs | None = None  # `Refresh.highs` after this write; None: unknown
 
 
 class ViewRules(Protocol):

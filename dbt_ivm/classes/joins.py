@@ -22,6 +22,7 @@ from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, Source, TableName, ViewPlan
+from dbt_ivm.metadata import Highs
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
 
 # Up to this many changed identities are written into the MERGE as literals (see identity_filter).
@@ -143,6 +144,74 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
 RANGED_TYPES = re.compile(
     r"(tinyint|smallint|int|bigint|decimal\(\d+,\d+\)|string|date|timestamp(_ntz)?|(var)?char\(\d+\))"
 )
+
+
+# Ranged types whose highest stored value a watermark carries (`Watermark.highs`): their statistics
+# are an int (a timestamp's microseconds since the epoch) or a date.
+TRACKED_TYPES = re.compile(r"(tinyint|smallint|int|bigint|date|timestamp)")
+
+
+def tracked_columns(ranged: Mapping[str, str]) -> dict[str, tuple[int, str]]:
+    """Of the ranged columns (in `delta_stats`' order), those whose highest stored value the
+    watermark carries: name -> (position in the statistics, type)."""
+    return {c: (i, t) for i, (c, t) in enumerate(ranged.items()) if TRACKED_TYPES.fullmatch(t)}
+
+
+def _high(value: object) -> int | str | None:
+    """A statistic as the watermark keeps it (JSON): an int, or a date's ISO text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    raise ValueError(f"not a tracked value: {value!r}")
+
+
+def _statistic(high: int | str, type_: str) -> object:
+    """A kept high back as the statistics give it (see `_high`)."""
+    return datetime.date.fromisoformat(str(high)) if type_ == "date" else int(high)
+
+
+def stored_highs(backing: TableName, tracked: Mapping[str, tuple[int, str]]) -> exp.Select:
+    """Each tracked column's highest stored value (as `delta_stats` gives it: `hi_<position>`).
+    Delta answers a plain MAX from its file statistics while no file has deleted rows."""
+    return exp.select(*[_extremes(c, t)[1].as_(f"hi_{i}") for c, (i, t) in tracked.items()]).from_(backing.to_table())
+
+
+def read_highs(refresh: Refresh, tracked: Mapping[str, tuple[int, str]]) -> dict[str, int | str | None]:
+    row = refresh.query(sql(stored_highs(refresh.backing, tracked)))[0]
+    return {c: None if row[f"hi_{i}"] is None else _high(row[f"hi_{i}"]) for c, (i, _) in tracked.items()}
+
+
+def above_stored(highs: Highs | None, tracked: Mapping[str, tuple[int, str]], stats: Mapping[str, Any]) -> bool:
+    """Every change row lies above every stored row in some tracked column: its lowest value
+    exceeds the highest stored one, and it has no NULL there. A stored row with a change row's
+    identity tuple holds that row's values, so there is none: the change set appends."""
+    for c, (i, type_) in tracked.items():
+        if highs is None or c not in highs or stats.get(f"nulls_{i}") or stats.get(f"lo_{i}") is None:
+            continue
+        high = highs[c]
+        if high is None or stats[f"lo_{i}"] > _statistic(high, type_):
+            return True
+    return False
+
+
+def raised_highs(
+    highs: Highs | None, tracked: Mapping[str, tuple[int, str]], stats: Mapping[str, Any]
+) -> dict[str, int | str | None] | None:
+    """The highs after a write of the change set: each the larger of the stored one and the change
+    set's highest value (a bound for the rows it deletes too: it only needs to be at or above)."""
+    if highs is None:
+        return None
+    raised: dict[str, int | str | None] = {}
+    for c, (i, type_) in tracked.items():
+        if c not in highs:
+            continue
+        high, new = highs[c], stats.get(f"hi_{i}")
+        if new is None or (high is not None and _statistic(high, type_) >= new):
+            raised[c] = high
+        else:
+            raised[c] = _high(new)
+    return raised
 
 
 def ranged_columns(plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
@@ -532,12 +601,20 @@ class JoinRules:
         if refresh.unique_key and n > 0 and min_d > 0 and (max_d > 1 or int(stats["keys"]) < n):
             raise StateError(refresh.key_violation)
         if n == 0:
-            return Write("empty", empty_commit(refresh.backing), 0, 0, detail)
-        if min_d > 0 and (refresh.unique_key or self.all_new(refresh, name, value_ranges(ranged, stats, "t"))):
-            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail)
+            return Write("empty", empty_commit(refresh.backing), 0, 0, detail, highs=refresh.highs)
+        tracked, highs = tracked_columns(ranged), refresh.highs
+        if min_d > 0 and not refresh.unique_key and highs is None and tracked:
+            highs = read_highs(refresh, tracked)  # once: the watermark carries them from now on
+        raised = raised_highs(highs, tracked, stats)
+        if min_d > 0 and (
+            refresh.unique_key
+            or above_stored(highs, tracked, stats)
+            or self.all_new(refresh, name, value_ranges(ranged, stats, "t"))
+        ):
+            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail, highs=raised)
         identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities, ranged, stats)
-        return Write("merge", merge, inserted, deleted, detail, check_repeats=True)
+        return Write("merge", merge, inserted, deleted, detail, check_repeats=True, highs=raised)
 
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return ranged_columns(plan, types)

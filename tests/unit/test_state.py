@@ -3,7 +3,10 @@ token, the recorded session settings, the MERGE metrics that reveal a broken uni
 
 from __future__ import annotations
 
+import datetime
+
 from dbt_ivm import render
+from dbt_ivm.classes import joins
 from dbt_ivm.maintain import _matched_several, settings_changed
 from dbt_ivm.metadata import Watermark, latest_watermark
 
@@ -40,6 +43,30 @@ def test_watermark_round_trips_its_token_and_run():
     read = latest_watermark([{"version": 3, "userMetadata": sized.encode()}])
     assert read is not None and read.rows == {"db.o": 12, "db.v__ivm": 0} and read.encode() == sized.encode()
     assert '"rows"' not in mark.encode()  # unknown sizes are not written
+    high = Watermark({"db.o": 4}, "abc", highs={"id": 6000, "day": "2026-11-25", "empty": None})
+    read = latest_watermark([{"version": 3, "userMetadata": high.encode()}])
+    assert read is not None and read.highs == {"id": 6000, "day": "2026-11-25", "empty": None}
+    assert read.encode() == high.encode() and '"highs"' not in mark.encode() and mark.highs is None
+
+
+def test_a_change_set_above_the_stored_highs_appends_and_raises_them():
+    """`joins.above_stored`: some tracked column whose change values all exceed the stored ones,
+    none NULL; `joins.raised_highs`: each the larger of the two, unknown columns left out."""
+    tracked = joins.tracked_columns({"id": "bigint", "name": "string", "day": "date", "at": "timestamp"})
+    assert tracked == {"id": (0, "bigint"), "day": (2, "date"), "at": (3, "timestamp")}
+    stats = {"lo_0": 10, "hi_0": 20, "nulls_0": False, "lo_2": datetime.date(2026, 11, 25), "hi_2": None}
+    stats |= {"nulls_2": False, "lo_3": 5, "hi_3": 9, "nulls_3": True}
+    assert joins.above_stored({"id": 9}, tracked, stats)
+    assert not joins.above_stored({"id": 10}, tracked, stats)  # 10 may be stored
+    assert not joins.above_stored(None, tracked, stats) and not joins.above_stored({}, tracked, stats)
+    assert joins.above_stored({"id": 10, "day": "2026-11-24"}, tracked, stats)
+    assert not joins.above_stored({"id": 10, "day": "2026-11-25"}, tracked, stats)
+    assert not joins.above_stored({"at": 1}, tracked, stats)  # a change row with a NULL there may be stored
+    assert joins.above_stored({"id": None}, tracked, stats)  # no stored row has an id
+    raised = joins.raised_highs({"id": 15, "day": "2026-11-30", "at": None}, tracked, stats)
+    assert raised == {"id": 20, "day": "2026-11-30", "at": 9}
+    assert joins.raised_highs({"id": 25}, tracked, stats) == {"id": 25}
+    assert joins.raised_highs(None, tracked, stats) is None
 
 
 def test_settings_changed_names_each_setting_with_both_values():

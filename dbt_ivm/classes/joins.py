@@ -158,12 +158,13 @@ def tracked_columns(ranged: Mapping[str, str]) -> dict[str, tuple[int, str]]:
 
 
 def _high(value: object) -> int | str | None:
-    """A statistic as the watermark keeps it (JSON): an int, or a date's ISO text."""
+    """A statistic as the watermark keeps it (JSON): an int, or a date's ISO text; None for
+    anything else (its column is then left out: unknown)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return value.isoformat()
-    raise ValueError(f"not a tracked value: {value!r}")
+    return None
 
 
 def _statistic(high: int | str, type_: str) -> object:
@@ -179,7 +180,13 @@ def stored_highs(backing: TableName, tracked: Mapping[str, tuple[int, str]]) -> 
 
 def read_highs(refresh: Refresh, tracked: Mapping[str, tuple[int, str]]) -> dict[str, int | str | None]:
     row = refresh.query(sql(stored_highs(refresh.backing, tracked)))[0]
-    return {c: None if row[f"hi_{i}"] is None else _high(row[f"hi_{i}"]) for c, (i, _) in tracked.items()}
+    highs: dict[str, int | str | None] = {}
+    for c, (i, _) in tracked.items():
+        if row[f"hi_{i}"] is None:
+            highs[c] = None  # no stored row has a value there
+        elif (kept := _high(row[f"hi_{i}"])) is not None:
+            highs[c] = kept
+    return highs
 
 
 def above_stored(highs: Highs | None, tracked: Mapping[str, tuple[int, str]], stats: Mapping[str, Any]) -> bool:
@@ -209,8 +216,8 @@ def raised_highs(
         high, new = highs[c], stats.get(f"hi_{i}")
         if new is None or (high is not None and _statistic(high, type_) >= new):
             raised[c] = high
-        else:
-            raised[c] = _high(new)
+        elif (kept := _high(new)) is not None:
+            raised[c] = kept
     return raised
 
 

@@ -67,6 +67,7 @@ def test_a_change_set_above_the_stored_highs_appends_and_raises_them():
     assert raised == {"id": 20, "day": "2026-11-30", "at": 9}
     assert joins.raised_highs({"id": 25}, tracked, stats) == {"id": 25}
     assert joins.raised_highs(None, tracked, stats) is None
+    assert joins.raised_highs({"id": 15}, tracked, {**stats, "hi_0": 2.5e10}) == {}  # not kept: unknown
 
 
 def test_settings_changed_names_each_setting_with_both_values():

@@ -307,6 +307,12 @@ def incremental_model(spark: Any) -> float:
     return timed(lambda: spark.sql(sql))[0]
 
 
+def check_recomputed(spark: Any, db: CountingDatabase, name: TableName, after: str) -> None:
+    """The view equals its model's SQL run on the sources (`consistency_sql`), or the run stops."""
+    if differing := spark.sql(consistency_sql(db, name)).count():
+        raise AssertionError(f"{after}: {differing} rows differ from the recompute")
+
+
 def run_case(
     spark: Any, db: CountingDatabase, n: int, view: str, kind: str, fraction: float, repeats: int, batch: list[int]
 ) -> Case:
@@ -333,15 +339,12 @@ def run_case(
         read = rows_read(spark, since)
         case.peak_memory_mb = max(case.peak_memory_mb, peak[0])
         case.statements, case.path = db.count, outcome.path or outcome.action
-        differing = spark.sql(consistency_sql(db, name)).count()
-        if differing:
-            raise AssertionError(f"{view} after {kind} {fraction}: {differing} rows differ from the recompute")
+        check_recomputed(spark, db, name, f"{view} after {kind} {fraction}")
         if kind == "insert-only":
             batch[0] += 1
             change(spark, n, kind, fraction, batch[0])
             nexts.append(timed(maintainer(db, view, "incremental").materialize)[0])
-            if differing := spark.sql(consistency_sql(db, name)).count():
-                raise AssertionError(f"{view} after a second {kind} {fraction}: {differing} rows differ")
+            check_recomputed(spark, db, name, f"{view} after a second {kind} {fraction}")
         since = next_execution(spark)
         rebuilds.append(timed(lambda: maintainer(db, view).materialize(full_refresh=True))[0])
         reads.append((*read, rows_read(spark, since)[0]))

@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 
 from benchmarks.run import Case, read_csv
 from dbt_ivm.policy import Costs, Inputs, choose
@@ -53,6 +54,7 @@ def reconstructed(case: Case) -> Inputs | None:
         view_rows=view_rows,
         joins=sources > 1,
         compensates=case.view == "outer",
+        removes=mixed,
         removes_extremes=case.view in ("aggregate", "global") and mixed and not case.rows_read,
     )
 
@@ -60,7 +62,13 @@ def reconstructed(case: Case) -> Inputs | None:
 def recorded(case: Case) -> Inputs | None:
     if not case.auto_inputs:
         return reconstructed(case)
-    return Inputs(**json.loads(case.auto_inputs))
+    recorded = json.loads(case.auto_inputs)
+    recorded.setdefault("removes", case.kind != "insert-only")  # recorded before `Inputs.removes`
+    inputs = Inputs(**recorded)
+    if case.kind == "insert-only" and case.path == "insert" and not inputs.appends_only:
+        # recorded before outer joins' appends counted as appends (`ViewRules.INSERTS`, 2026-11-25)
+        inputs = replace(inputs, appends_only=True)
+    return inputs
 
 
 def replay(paths: list[str], costs: Costs | None = None) -> list[tuple[Case, bool, float]]:

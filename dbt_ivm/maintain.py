@@ -714,11 +714,12 @@ class Maintainer:
             Inputs(
                 changes,
                 joined,
-                self.rules.MONOTONE and appended,
+                self.rules.INSERTS and appended,
                 sum(rows),
                 counts[self.backing.key],
                 joins=len(plan.sources) > 1,
                 compensates=plan.pads,
+                removes=not appended,
                 removes_extremes=plan.loses_extremes and not appended,
             )
         )

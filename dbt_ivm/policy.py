@@ -46,49 +46,62 @@ class Costs:
     """Seconds per refresh and per row, fitted to figures measured on the 2-core reference
     machine at 1M and 10M rows (docs/ARCHITECTURE.md, "Cost"):
 
-    refresh = fixed + scan * (rows of the other sources each change is joined with)
+    refresh = fixed + if several source occurrences: fixed_join (staging each change, the key ranges)
+              + scan_joined * (rows of the other sources each change is joined with, narrowed to its keys)
               + change * (change rows)
               + if the view has a null-supplied source: compensate * (those joined rows again)
+                + unless only appends the class inserts: compensate_fixed (the padded rows' checks)
+              + if a moved source deleted or updated rows: removal (an aggregate's lost-groups count,
+                the MERGE's deletes)
               + if a MIN or MAX can lose its extreme (`ViewPlan.loses_extremes`): recompute * (rows of every source)
-              + if only appends to a monotone view: probe * view rows (the stored identities read once)
+              + if only appends the class inserts (`Inputs.appends_only`): probe * view rows (the stored
+                identities read once)
                 else: merge_fixed + view rows * (merge_filtered if the changed identities fit the
                       MERGE's identity filter else merge)
     rebuild = rebuild_fixed + scan * (rows of every source) + if several: join * (the same rows)
               + write * view rows
 
-    `auto` rebuilds only when the estimated rebuild is cheaper by more than `tie`: the estimates'
-    median error against the benchmark's times is 14-18 %, so within it the two paths tie, and a
-    tie refreshes (its cost follows the change; it rewrites no stored file that did not change).
+    `auto` rebuilds only when the estimated rebuild is cheaper by more than `tie`.
     """
 
-    # Least squares (non-negative, in seconds) over the 48 cases of benchmarks/results/20261123.csv
-    # and 20261124-10m.csv (1M and 10M rows, 5 views, 3 change kinds; `benchmarks/RESULTS.md`),
-    # rounded. The change rows' cost is held at the earlier fit's 70 µs: every case changed
-    # 0.01-0.1 %, which leaves it unmeasured; the probe and the filtered MERGE keep a small floor.
-    fixed: float = 3.4
-    scan: float = 0.19e-6
-    change: float = 70e-6
-    compensate: float = 0.9e-6
+    # Fitted on 2026-11-25 to the 75 cases of the current code's runs (benchmarks/results/
+    # 20261125-10m, -1m-grid, -1m-outer, -10m-outer; docs/ARCHITECTURE.md, "auto refitted"):
+    # the constants that minimise the time auto's choices lose against the faster path and keep
+    # every case's two estimates at least 3 % off the tie line, searched from the non-negative
+    # least-squares fit, to three digits.
+    # `recompute` is the earlier fit's: no case of these runs has a MIN or MAX that does not
+    # count its extreme's rows.
+    fixed: float = 1.53
+    fixed_join: float = 3.82
+    scan_joined: float = 0.0072e-6
+    change: float = 5.97e-6
+    removal: float = 0.486
+    compensate_fixed: float = 6.0
+    compensate: float = 0.088e-6
     recompute: float = 0.4e-6
-    probe: float = 0.02e-6
-    merge_fixed: float = 1.0
-    merge_filtered: float = 0.1e-6
-    merge: float = 0.4e-6
-    rebuild_fixed: float = 0.35
-    join: float = 0.6e-6
-    write: float = 2.5e-6
+    probe: float = 0.178e-6
+    merge_fixed: float = 0.576
+    merge_filtered: float = 0.046e-6
+    merge: float = 0.567e-6
+    rebuild_fixed: float = 1.19
+    scan: float = 0.082e-6
+    join: float = 0.549e-6
+    write: float = 1.3e-6
     filter_limit: int = MAX_FILTER_IDENTITIES
-    # Rebuild when rebuild * tie < refresh. Over the 69 cases of the four runs (1M and 10M, the
-    # 1M run over every fraction), the choice is within 1.1x of the faster path in 67 with 1.2
-    # (worst 1.13x) and in 64 without it (worst 1.31x), the same for 1.2-1.25 (`docs/ARCHITECTURE.md`).
-    tie: float = 1.2
+    # Rebuild when rebuild * tie < refresh: estimates within 10 % of each other are a tie, and a
+    # tie refreshes (docs/ARCHITECTURE.md, "auto refitted").
+    tie: float = 1.1
 
     def refresh(self, inputs: Inputs) -> float:
         changes = sum(v or 0 for v in inputs.changes.values())
         joined = sum(inputs.joined.values())
-        seconds = self.fixed + self.scan * joined + self.change * changes
+        seconds = self.fixed + self.scan_joined * joined + self.change * changes
+        if inputs.joins:
+            seconds += self.fixed_join
+        if inputs.removes:
+            seconds += self.removal
         if inputs.compensates:
-            seconds += self.compensate * joined
+            seconds += self.compensate * joined + (0.0 if inputs.appends_only else self.compensate_fixed)
         if inputs.removes_extremes:
             seconds += self.recompute * inputs.source_rows
         if inputs.appends_only:
@@ -103,9 +116,11 @@ class Costs:
     def describe(self) -> list[str]:
         us = 1e6
         return [
-            f"  refresh ≈ {self.fixed} s + {self.scan * us:g} µs per row of the other sources a change joins"
+            f"  refresh ≈ {self.fixed} s (+ {self.fixed_join} s joining several sources)"
+            f" + {self.scan_joined * us:g} µs per row of the other sources a change joins"
             f" + {self.change * us:g} µs per change row",
-            f"            + with an outer join: {self.compensate * us:g} µs per joined row again;"
+            f"            + after deletes or updates: {self.removal} s; with an outer join: {self.compensate * us:g} µs"
+            f" per joined row again (+ {self.compensate_fixed} s unless only appends);"
             f" with an uncounted MIN/MAX after deletes or updates: {self.recompute * us:g} µs per source row",
             f"            + only appends: {self.probe * us:g} µs per stored row;"
             f" else {self.merge_fixed} s + {self.merge_filtered * us:g} µs per stored row"
@@ -125,11 +140,15 @@ class Inputs:
 
     changes: Mapping[str, int | None]  # moved source -> its change rows (None: the history does not say)
     joined: Mapping[str, int]  # moved source -> rows of the other sources its changes are joined with
-    appends_only: bool  # every moved source only appended, and the view is monotone: no MERGE
+    # every moved source only appended, and the class writes a change set of added rows by INSERT
+    # (`ViewRules.INSERTS`: joins and outer joins; an outer join's may still MERGE, when an added
+    # row replaces a padded one): no MERGE
+    appends_only: bool
     source_rows: int  # rows of all the view's sources (each occurrence counted)
     view_rows: int  # rows the view stores
     joins: bool = False  # several source occurrences: the rebuild joins them
     compensates: bool = False  # a null-supplied source: the change set reads the preserved side again
+    removes: bool = False  # a moved source deleted or updated rows (its commits did more than append)
     removes_extremes: bool = False  # a MIN or MAX not counting its extreme's rows, and a source deleted or updated rows
 
 

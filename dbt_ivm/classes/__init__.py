@@ -77,6 +77,9 @@ class ViewRules(Protocol):
 
     # Rows only grow when the sources only grow: the append path applies (see `append_statement`).
     MONOTONE: bool
+    # A change set that only adds rows is written by one INSERT, not a MERGE (what `auto` charges
+    # a refresh of appended sources: `policy.Inputs.appends_only`).
+    INSERTS: bool
 
     def stages_changes(self, plan: ViewPlan) -> bool:
         """Whether each moved source's net change is cached before `apply` (`Refresh.staged`)."""

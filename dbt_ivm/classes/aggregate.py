@@ -636,6 +636,7 @@ def view_select(plan: ViewPlan, backing: TableName, avg_types: Mapping[int, str]
 
 class AggregateRules:
     MONOTONE = False
+    INSERTS = False  # the group deltas always MERGE
 
     def stages_changes(self, plan: ViewPlan) -> bool:
         """Only joins gain from staging: a cached change set has a size, so the joins broadcast it.

@@ -568,6 +568,7 @@ def merge_statement(
 
 class JoinRules:
     MONOTONE = True
+    INSERTS = True
 
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # read by the change set, its statistics, the identity filter and the probe

@@ -54,8 +54,8 @@ class Costs:
               + if a moved source deleted or updated rows: removal (an aggregate's lost-groups count,
                 the MERGE's deletes)
               + if a MIN or MAX can lose its extreme (`ViewPlan.loses_extremes`): recompute * (rows of every source)
-              + if only appends the class inserts (`Inputs.appends_only`): probe * view rows (the stored
-                identities read once)
+              + if only appends the class inserts (`Inputs.appends_only`): probe * view rows (the probe
+                of the stored identities when it runs, the INSERT into a larger storage)
                 else: merge_fixed + view rows * (merge_filtered if the changed identities fit the
                       MERGE's identity filter else merge)
     rebuild = rebuild_fixed + scan * (rows of every source) + if several: join * (the same rows)

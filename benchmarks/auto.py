@@ -62,9 +62,9 @@ def reconstructed(case: Case) -> Inputs | None:
 def recorded(case: Case) -> Inputs | None:
     if not case.auto_inputs:
         return reconstructed(case)
-    recorded = json.loads(case.auto_inputs)
-    recorded.setdefault("removes", case.kind != "insert-only")  # recorded before `Inputs.removes`
-    inputs = Inputs(**recorded)
+    fields = json.loads(case.auto_inputs)
+    fields.setdefault("removes", case.kind != "insert-only")  # recorded before `Inputs.removes`
+    inputs = Inputs(**fields)
     if case.kind == "insert-only" and case.path == "insert" and not inputs.appends_only:
         # recorded before outer joins' appends counted as appends (`ViewRules.INSERTS`, 2026-11-25)
         inputs = replace(inputs, appends_only=True)

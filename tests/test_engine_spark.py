@@ -209,6 +209,60 @@ def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spa
         view("amount").materialize()
 
 
+def test_a_change_in_far_apart_keys_reads_only_the_other_sources_files_of_those_keys(spark, spark_db, sources):
+    """The change set's keys in pieces (`joins.key_pieces`): new orders of the first and the last
+    customer read the customers' files of those two keys, not every file between them."""
+    spark.conf.set(layout.MAX_RECORDS_CONF, "250")
+    try:
+        spark.sql(f"create table {DB}.kc (cid int, name string) {CDF}")
+        spark.sql(f"insert into {DB}.kc select id, concat('n', id) from range(3000) order by id")
+    finally:
+        spark.conf.unset(layout.MAX_RECORDS_CONF)
+    sql = f"select o.id, k.name from {DB}.o o join {DB}.kc k on o.cust = k.cid"
+    mv(spark_db, "vk", sql).materialize()
+    spark.sql(f"insert into {DB}.o values (9001, 3, 1.0), (9002, 2990, 1.0), (9003, 2991, 1.0)")
+    since = next_execution(spark)
+    m = mv(spark_db, "vk", sql)
+    assert m.materialize().action == "refreshed"
+    assert "(`cid` BETWEEN 3 AND 3 OR `cid` BETWEEN 2990 AND 2991)" in "\n".join(m.statements)
+    files = [
+        int(value)
+        for _, node, metric, value in execution_metrics(spark, since)
+        if node.startswith("Scan parquet") and node.endswith(".kc") and metric == "number of files read"
+    ]
+    assert files and max(files) <= 2, files  # of 12 files of 250 customers
+    assert_consistent(spark, spark_db, "vk")
+
+
+def test_key_pieces_of_every_key_type_keep_the_view_exact(spark, spark_db, sources):
+    """A join on date, timestamp, timestamp_ntz, decimal, bigint and string keys at once, changed
+    in far-apart places: each numbered key is read in pieces, text in one range, and the view
+    stays exact (the pieces' query puts each key's values in its own typed columns)."""
+    columns = "d date, t timestamp, n timestamp_ntz, m decimal(10,2), b bigint, s string"
+    values = (
+        "date_add(date'2020-01-01', int(id)), timestamp_micros(1577836800000000 + id * 86400000000), "
+        "timestamp_ntz'2020-01-01 00:00:00' + make_interval(0, 0, 0, id), id * 1.25, id * 1000000007, "
+        "concat('k', lpad(id, 4, '0'))"
+    )
+    spark.sql(f"create table {DB}.ka ({columns}, v int) {CDF}")
+    spark.sql(f"create table {DB}.kb ({columns}, w int) {CDF}")
+    spark.sql(f"insert into {DB}.ka select {values}, id % 7 from range(400)")
+    spark.sql(f"insert into {DB}.kb select {values}, id % 5 from range(400)")
+    on = " and ".join(f"a.{c} = b.{c}" for c in "dtnmbs")
+    sql = f"select a.d, a.t, a.n, a.m, a.b, a.s, a.v, b.w from {DB}.ka a join {DB}.kb b on {on}"
+    mv(spark_db, "vt", sql).materialize()
+    spark.sql(f"update {DB}.ka set v = v + 1 where m in (1.25, 496.25)")
+    spark.sql(f"delete from {DB}.kb where b = 2000000014 or b = 398000002786")
+    spark.sql(f"insert into {DB}.ka select {values}, 9 from range(397, 398)")
+    m = mv(spark_db, "vt", sql)
+    assert m.materialize().action == "refreshed"
+    statements = "\n".join(m.statements)
+    assert "(`d` BETWEEN CAST('2020-01-02' AS DATE) AND CAST('2020-01-02' AS DATE) OR `d` BETWEEN" in statements
+    assert "(`m` BETWEEN 1.25 AND 1.25 OR `m` BETWEEN" in statements
+    assert "`s` BETWEEN 'k0001' AND 'k0397'" in statements  # text: one range
+    assert_consistent(spark, spark_db, "vt")
+
+
 def test_declared_unique_key_appends_without_probing_and_fails_loudly_when_false(spark, spark_db, sources):
     mv(spark_db, unique_key="id").materialize()
     spark.sql(f"insert into {DB}.o values (6000, 1, 2.0), (6001, 2, 3.0)")

@@ -111,11 +111,11 @@ def test_harness_catches_value_ranges_that_leave_out_nulls(spark, spark_db, monk
 
 def test_harness_catches_join_terms_narrowed_past_their_change_rows(spark, spark_db, monkeypatch):
     """The other source of a term narrowed to the change set's smallest key only: the rows that
-    join its other change rows are lost (the real range keeps every row a change row can join)."""
+    join its other change rows are lost (the real pieces keep every row a change row can join)."""
     original = joins.key_ranges
 
-    def smallest_only(staged, keys, stats):
-        return original(staged, keys, {k: stats[k.replace("hi_", "lo_")] for k in stats})
+    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`joins.key_pieces`)
+        return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
     family = Family("broken_keys", (A, B), (View("j", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),))
@@ -211,8 +211,8 @@ def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark,
     rows are lost or made up."""
     original = joins.key_ranges
 
-    def smallest_only(staged, keys, stats):
-        return original(staged, keys, {k: stats[k.replace("hi_", "lo_")] for k in stats})
+    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`joins.key_pieces`)
+        return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=3)

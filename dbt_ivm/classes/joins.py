@@ -99,11 +99,12 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
-def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
+def _extremes(column: str | exp.Expr, type_: str) -> tuple[exp.Expr, exp.Expr]:
     """MIN and MAX of `column` as `_bound` reads them: a timestamp's in microseconds since the
     epoch, a timestamp_ntz's as text."""
-    lo: exp.Expr = exp.Min(this=col(column))
-    hi: exp.Expr = exp.Max(this=col(column))
+    value = col(column) if isinstance(column, str) else column
+    lo: exp.Expr = exp.Min(this=value)
+    hi: exp.Expr = exp.Max(this=value.copy())
     if type_ == "timestamp":
         return func("unix_micros", lo), func("unix_micros", hi)
     if type_ == "timestamp_ntz":
@@ -335,51 +336,119 @@ def _plain_column(e: exp.Expr) -> bool:
     return isinstance(e, exp.Column) and not e.args.get("db") and not e.args.get("catalog")
 
 
-def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]]) -> exp.Select | None:
-    """One row: the smallest and largest value of each join key (`join_keys`) in each staged change
-    set, `lo_<occurrence>_<k>` and `hi_<occurrence>_<k>`."""
-    parts = []
-    for i, name in sorted(staged.items()):
-        columns = dict.fromkeys((c, type_) for c, _, _, type_ in keys.get(i, ()))
-        if columns:
-            extremes = [(_extremes(c, t), k) for k, (c, t) in enumerate(columns)]
-            select = exp.select(
-                *[
-                    e.as_(f"{side}_{i}_{k}")
-                    for (pair, k) in extremes
-                    for side, e in zip(("lo", "hi"), pair, strict=True)
-                ]
-            )
-            parts.append(select.from_(temp_table(name)).subquery(ident(f"{HIDDEN_PREFIX}k{i}")))
-    if not parts:
+# Pieces a change set's range of a join key is cut into (`key_stats`): equal widths of its span,
+# for the types `_position` numbers. A change whose keys lie in a few far-apart places (recent
+# rows, fresh inserts far above them, a few old corrections) narrows each other source to those
+# places, not to the span between them, which holds every older batch's rows.
+KEY_PIECES = 32
+
+
+def _position(column: exp.Expr, type_: str) -> exp.Expr | None:
+    """A number that orders as `column` does, to cut its range into equal widths; None for a
+    type without one (text). Only the cut depends on it: each piece's bounds are its values'."""
+    if type_ == "date":
+        return func("unix_date", column)
+    if type_ == "timestamp":
+        return func("unix_micros", column)
+    if type_ in ("string", "timestamp_ntz"):
         return None
-    select = exp.select(exp.Star()).from_(parts[0])
-    for part in parts[1:]:
-        select = select.join(part, join_type="cross")
-    return select
+    return exp.cast(column, exp.DataType.build("double"))
+
+
+def _piece(position: exp.Expr) -> exp.Expr:
+    """Which of `KEY_PIECES` equal widths of the change set's span `position` falls in (0 where the
+    span is one value, or the position NULL)."""
+    low, high = exp.Window(this=exp.Min(this=position.copy())), exp.Window(this=exp.Max(this=position.copy()))
+    offset = exp.paren(exp.Sub(this=position, expression=low.copy()))
+    share = exp.Div(this=offset, expression=func("nullif", exp.Sub(this=high, expression=low), lit(0)))
+    index = exp.Floor(this=exp.Mul(this=exp.paren(share), expression=lit(KEY_PIECES)))
+    return func("coalesce", func("least", lit(KEY_PIECES - 1), index), lit(0))
+
+
+def _key_columns(keys: Mapping[int, Sequence[tuple[str, str, str, str]]], i: int) -> list[tuple[str, str]]:
+    """Occurrence i's distinct (key column, type): the k of `lo_<i>_<k>`."""
+    return list(dict.fromkeys((c, type_) for c, _, _, type_ in keys.get(i, ())))
+
+
+def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]]) -> exp.Query | None:
+    """For each join key (`join_keys`) k of each staged change set i, one row per piece of its
+    values' span that holds one (`KEY_PIECES`): the piece `p`, its smallest and largest value in
+    `lo_<i>_<k>` and `hi_<i>_<k>`, NULL in the other keys' columns."""
+    slots = [
+        (i, name, k, c, type_)
+        for i, name in sorted(staged.items())
+        for k, (c, type_) in enumerate(_key_columns(keys, i))
+    ]
+    value, piece = ident(f"{HIDDEN_PREFIX}v"), ident(f"{HIDDEN_PREFIX}p")
+    parts = []
+    for i, name, k, c, type_ in slots:
+        position = _position(col(c), type_)
+        rows = exp.select(col(c).as_(value), (lit(0) if position is None else _piece(position)).as_(piece))
+        columns: list[exp.Expr] = []
+        for j, _, m, _, other in slots:
+            if (j, m) == (i, k):
+                lo, hi = _extremes(value.name, type_)
+                columns += [lo.as_(f"lo_{j}_{m}"), hi.as_(f"hi_{j}_{m}")]
+            else:
+                typed = exp.DataType.build(_EXTREME_TYPES.get(other, other), dialect="spark")
+                columns += [exp.cast(exp.null(), typed).as_(f"{side}_{j}_{m}") for side in ("lo", "hi")]
+        grouped = exp.select(col(piece.name).as_("p"), *columns)
+        parts.append(
+            grouped.from_(rows.from_(temp_table(name)).subquery(ident(f"{HIDDEN_PREFIX}k"))).group_by(col(piece.name))
+        )
+    return union_all(parts) if parts else None
+
+
+# The type `_extremes` gives a key's values of these types in (the others: their own).
+_EXTREME_TYPES = {"timestamp": "bigint", "timestamp_ntz": "string"}
+
+
+def key_pieces(rows: Sequence[Mapping[str, Any]], prefix: str, type_: str) -> list[tuple[exp.Expr, exp.Expr]] | None:
+    """The literal bounds of the change set's values of one key (`<prefix>` of `key_stats`' rows),
+    pieces next to each other joined into one; [] without a value, None where some bound has no
+    exact literal (`_bound`): then nothing may be narrowed by it."""
+    found = sorted(
+        (int(r["p"]), r[f"lo_{prefix}"], r[f"hi_{prefix}"]) for r in rows if r.get(f"lo_{prefix}") is not None
+    )
+    pieces: list[tuple[exp.Expr, exp.Expr]] = []
+    last = None
+    for p, lo, hi in found:
+        low, high = _bound(lo, type_), _bound(hi, type_)
+        if low is None or high is None:
+            return None
+        if last is not None and last == p - 1:
+            pieces[-1] = (pieces[-1][0], high)
+        else:
+            pieces.append((low, high))
+        last = p
+    return pieces
 
 
 def key_ranges(
-    staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, str, str, str]]], stats: Mapping[str, Any]
+    staged: Mapping[int, str],
+    keys: Mapping[int, Sequence[tuple[str, str, str, str]]],
+    rows: Sequence[Mapping[str, Any]],
 ) -> dict[int, dict[str, list[exp.Expr]]]:
     """Per changed occurrence, per other occurrence its term joins by a key: `column BETWEEN lo AND
-    hi`, the change set's range of the key it equals.
+    hi` for each piece of the change set's values of the key it equals (`key_pieces`), OR-ed.
 
     Implied by the join (a row of the other occurrence joins a change row only where its key
-    equals the change row's, which lies in the range; NULL equals nothing), so adding it inside
-    the other occurrence's snapshot drops only rows that join no change row. Delta then skips
-    the files whose statistics lie outside it: a change local in a key (new orders, recent
-    lines) reads only the other sources' files that hold its keys, not the whole source.
+    equals the change row's, which lies in one of the pieces; NULL equals nothing), so adding it
+    inside the other occurrence's snapshot drops only rows that join no change row. Delta then
+    skips the files whose statistics lie outside every piece: a change local in a key (new
+    orders, recent lines, and a few old corrections) reads only the other sources' files that
+    hold its keys, not the whole source.
     """
     narrow: dict[int, dict[str, list[exp.Expr]]] = {}
     for i in sorted(staged):
-        columns = list(dict.fromkeys((c, type_) for c, _, _, type_ in keys.get(i, ())))
+        columns = _key_columns(keys, i)
         for column, other, other_column, type_ in keys.get(i, ()):
-            k = columns.index((column, type_))
-            lo, hi = _bound(stats.get(f"lo_{i}_{k}"), type_), _bound(stats.get(f"hi_{i}_{k}"), type_)
-            if lo is not None and hi is not None:
-                between = exp.Between(this=col(other_column), low=lo, high=hi)
-                narrow.setdefault(i, {}).setdefault(other, []).append(between)
+            pieces = key_pieces(rows, f"{i}_{columns.index((column, type_))}", type_)
+            if pieces:
+                between = [exp.Between(this=col(other_column), low=lo.copy(), high=hi.copy()) for lo, hi in pieces]
+                narrow.setdefault(i, {}).setdefault(other, []).append(
+                    between[0] if len(between) == 1 else exp.paren(exp.or_(*between))
+                )
     return narrow
 
 
@@ -389,7 +458,7 @@ def narrowing(refresh: Refresh) -> Narrowing:
     stats = key_stats(refresh.staged, keys)
     if stats is None:
         return {}
-    return key_ranges(refresh.staged, keys, refresh.query(sql(stats))[0])
+    return key_ranges(refresh.staged, keys, refresh.query(sql(stats)))
 
 
 def key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:

@@ -224,8 +224,9 @@ def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
 
 def own_ranges(narrow: Mapping[str, Sequence[exp.Expr]], alias: str, columns: Collection[str]) -> list[exp.Expr]:
     """The changed occurrence `alias`'s filters among one change's `narrow`: the change set's
-    ranges of its own columns in `columns` (`outer_join_keys`)."""
-    return [f for f in narrow.get(alias, ()) if isinstance(f, exp.Between) and f.this.name in columns]
+    pieces of its own columns in `columns` (`outer_join_keys`; each filter one column's BETWEEN,
+    or its pieces' BETWEENs OR-ed, `joins.key_ranges`)."""
+    return [f for f in narrow.get(alias, ()) if (b := f.find(exp.Between)) is not None and b.this.name in columns]
 
 
 def duplicate_keys(

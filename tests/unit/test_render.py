@@ -331,9 +331,14 @@ def test_unique_key_flip_keys_and_sql():
     check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
     assert check.count("`db`.`c` VERSION AS OF") == 2 and "HAVING COUNT(*) > 1" in check
     # read within the change set's range of the key (`outer_join_keys`' filters on c itself)
-    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), {"lo_1_0": 3, "hi_1_0": 9})
+    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), [{"p": 0, "lo_1_0": 3, "hi_1_0": 9}])
     check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
     assert "WHERE `cid` BETWEEN 3 AND 9" in check, check
+    # and within each piece, when the change lies in several (`joins.key_pieces`)
+    pieces = [{"p": 0, "lo_1_0": 3, "hi_1_0": 9}, {"p": 31, "lo_1_0": 90, "hi_1_0": 91}]
+    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), pieces)
+    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
+    assert "WHERE (`cid` BETWEEN 3 AND 9 OR `cid` BETWEEN 90 AND 91)" in check, check
 
 
 def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
@@ -355,10 +360,34 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
         1: [("cid", "o", "cust", "int"), ("cid", "c", "cid", "int")],
     }
     stats = joins.key_stats({0: "chg0"}, keys)
-    assert stats is not None and "MIN(`cust`) AS lo_0_0" in render.sql(stats)
-    narrow = joins.key_ranges({0: "chg0"}, keys, {"lo_0_0": 3, "hi_0_0": 9})
+    assert stats is not None and "MIN(`__ivm_v`) AS lo_0_0" in render.sql(stats)
+    narrow = joins.key_ranges({0: "chg0"}, keys, [{"p": 0, "lo_0_0": 3, "hi_0_0": 9}])
     delta = render.sql(
         joins.delta_select(analyze(JOIN, SCHEMA), OLD, {"db.o": 4, "db.c": 5}, {0: "chg0"}, narrow=narrow)
     )
     assert "FROM `db`.`c` VERSION AS OF 5 WHERE `cid` BETWEEN 3 AND 9)" in delta
-    assert joins.key_ranges({0: "chg0"}, keys, {"lo_0_0": None, "hi_0_0": None}) == {}  # no key: no bound
+    assert joins.key_ranges({0: "chg0"}, keys, [{"p": 0, "lo_0_0": None, "hi_0_0": None}]) == {}  # no key: no bound
+
+
+def test_a_change_in_far_apart_places_narrows_to_each_place():
+    """`joins.key_pieces`: the change set's keys in pieces of their span; pieces next to each
+    other are one range, an empty piece between two splits them; an inexact bound narrows
+    nothing, since every piece must be covered."""
+    keys = joins.join_keys(analyze(JOIN, SCHEMA))
+    rows = [
+        {"p": 31, "lo_0_0": 900, "hi_0_0": 901},
+        {"p": 0, "lo_0_0": 3, "hi_0_0": 9},
+        {"p": 1, "lo_0_0": 11, "hi_0_0": 12},
+        {"p": 4, "lo_0_0": None, "hi_0_0": None, "lo_1_0": 5, "hi_1_0": 5},  # another key's piece
+    ]
+    narrow = joins.key_ranges({0: "chg0"}, keys, rows)
+    assert [render.sql(e) for e in narrow[0]["c"]] == ["(`cid` BETWEEN 3 AND 12 OR `cid` BETWEEN 900 AND 901)"]
+    assert joins.key_pieces([*rows, {"p": 7, "lo_0_0": 1.5, "hi_0_0": 2.5}], "0_0", "int") is None
+    # a number's pieces are equal widths of its span; NULLs and a span of one value land in the first
+    sql = render.sql(joins.key_stats({0: "chg0"}, keys))
+    assert "NULLIF(MAX(CAST(`cust` AS DOUBLE)) OVER () - MIN(CAST(`cust` AS DOUBLE)) OVER (), 0)) * 32)), 0)" in sql
+    # text has no width to cut: one piece; each key's columns are NULL in the others' rows
+    texts = joins.join_keys(analyze("select o.id from db.o o join db.c c on o.note = c.name", SCHEMA))
+    sql = render.sql(joins.key_stats({0: "chg0", 1: "chg1"}, texts))
+    assert "SELECT `note` AS `__ivm_v`, 0 AS `__ivm_p`" in sql and "OVER ()" not in sql
+    assert "CAST(NULL AS STRING) AS lo_1_0" in sql and "CAST(NULL AS STRING) AS lo_0_0" in sql

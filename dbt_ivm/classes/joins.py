@@ -99,12 +99,11 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
-def _extremes(column: str | exp.Expr, type_: str) -> tuple[exp.Expr, exp.Expr]:
+def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
     """MIN and MAX of `column` as `_bound` reads them: a timestamp's in microseconds since the
     epoch, a timestamp_ntz's as text."""
-    value = col(column) if isinstance(column, str) else column
-    lo: exp.Expr = exp.Min(this=value)
-    hi: exp.Expr = exp.Max(this=value.copy())
+    lo: exp.Expr = exp.Min(this=col(column))
+    hi: exp.Expr = exp.Max(this=col(column))
     if type_ == "timestamp":
         return func("unix_micros", lo), func("unix_micros", hi)
     if type_ == "timestamp_ntz":

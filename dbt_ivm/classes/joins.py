@@ -99,16 +99,19 @@ def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     return select
 
 
-def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
-    """MIN and MAX of `column` as `_bound` reads them: a timestamp's in microseconds since the
-    epoch, a timestamp_ntz's as text."""
-    lo: exp.Expr = exp.Min(this=col(column))
-    hi: exp.Expr = exp.Max(this=col(column))
+def _readable(value: exp.Expr, type_: str) -> exp.Expr:
+    """A value of type `type_` as `_bound` reads it: a timestamp's in microseconds since the
+    epoch, a timestamp_ntz's as text, any other as itself."""
     if type_ == "timestamp":
-        return func("unix_micros", lo), func("unix_micros", hi)
+        return func("unix_micros", value)
     if type_ == "timestamp_ntz":
-        return exp.cast(lo, exp.DataType.build("string")), exp.cast(hi, exp.DataType.build("string"))
-    return lo, hi
+        return exp.cast(value, exp.DataType.build("string"))
+    return value
+
+
+def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
+    """MIN and MAX of `column` as `_bound` reads them (`_readable`)."""
+    return _readable(exp.Min(this=col(column)), type_), _readable(exp.Max(this=col(column)), type_)
 
 
 def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[str, str] | None = None) -> exp.Select:
@@ -388,18 +391,14 @@ def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, 
             if (j, m) == (i, k):
                 lo, hi = _extremes(value.name, type_)
                 columns += [lo.as_(f"lo_{j}_{m}"), hi.as_(f"hi_{j}_{m}")]
-            else:
-                typed = exp.DataType.build(_EXTREME_TYPES.get(other, other), dialect="spark")
-                columns += [exp.cast(exp.null(), typed).as_(f"{side}_{j}_{m}") for side in ("lo", "hi")]
+            else:  # typed as `_extremes` gives that key's values, so the UNION ALL keeps its type
+                typed = exp.cast(exp.null(), exp.DataType.build(other, dialect="spark"))
+                columns += [_readable(typed.copy(), other).as_(f"{side}_{j}_{m}") for side in ("lo", "hi")]
         grouped = exp.select(col(piece.name).as_("p"), *columns)
         parts.append(
             grouped.from_(rows.from_(temp_table(name)).subquery(ident(f"{HIDDEN_PREFIX}k"))).group_by(col(piece.name))
         )
     return union_all(parts) if parts else None
-
-
-# The type `_extremes` gives a key's values of these types in (the others: their own).
-_EXTREME_TYPES = {"timestamp": "bigint", "timestamp_ntz": "string"}
 
 
 def key_pieces(rows: Sequence[Mapping[str, Any]], prefix: str, type_: str) -> list[tuple[exp.Expr, exp.Expr]] | None:

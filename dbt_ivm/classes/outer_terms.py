@@ -259,21 +259,51 @@ def duplicate_keys(
     return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
 
 
+def repeated_in_change(plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], staged: Mapping[int, str]) -> exp.Select:
+    """Occurrences whose change itself repeats key values (`staged`, non-NULL): rows (i) for each
+    i where the rows it inserts, or those it deletes, hold some key values more than once. Those
+    values then repeat in the source after the change, or before it: the change set alone shows
+    it, without reading the source (new orders with several lines each)."""
+    parts = []
+    for index, staged_rows in sorted(staged.items()):
+        d = col(DELTA_COLUMN)
+        counts = [
+            exp.Sum(this=exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))),
+            exp.Sum(
+                this=exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
+            ),
+        ]
+        repeats = (
+            exp.select(*[col(k) for k in keys[index]])
+            .from_(exp.Table(this=ident(staged_rows)))
+            .where(exp.and_(*[exp.not_(exp.Is(this=col(k), expression=exp.Null())) for k in keys[index]]))
+            .group_by(*[col(k) for k in keys[index]])
+            .having(exp.or_(*[exp.GT(this=c, expression=lit(1)) for c in counts]))
+        )
+        parts.append(exp.select(lit(index).as_("i")).from_(repeats.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1))
+    return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
+
+
 def decide_flips(refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
     """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
-    those whose change rows' key values are unique in the source at both versions (one query,
-    narrowed by `narrow`, see `duplicate_keys`)."""
+    those whose change rows' key values are unique in the source at both versions. The change
+    sets are asked first (`repeated_in_change`); the sources, narrowed by `narrow`, only for the
+    occurrences whose change repeats no key values (`duplicate_keys`)."""
     plan = refresh.plan
     keys = flip_keys(plan)
     candidates = [i for i in keys if i in refresh.staged]
     if not candidates:
         return frozenset(), ""
+    check = repeated_in_change(plan, keys, {i: refresh.staged[i] for i in candidates})
+    repeated = {int(row["i"]) for row in refresh.query(sql(check))}
     versions = [
         (i, version, refresh.staged[i])
         for i in candidates
+        if i not in repeated
         for version in (refresh.old[plan.sources[i].table.key], refresh.new[plan.sources[i].table.key])
     ]
-    repeated = {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions, narrow)))}
+    if versions:
+        repeated |= {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions, narrow)))}
     flips = frozenset(i for i in candidates if i not in repeated)
     said = [f"{plan.sources[i].alias} ({', '.join(keys[i])}) unique: padded rows flipped" for i in sorted(flips)]
     said += [f"{plan.sources[i].alias} ({', '.join(keys[i])}) repeats: general compensation" for i in sorted(repeated)]

@@ -339,6 +339,11 @@ def test_unique_key_flip_keys_and_sql():
     narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), pieces)
     check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
     assert "WHERE (`cid` BETWEEN 3 AND 9 OR `cid` BETWEEN 90 AND 91)" in check, check
+    # the change set is asked first: key values it inserts, or deletes, more than once repeat
+    # in the source after the change, or before it, without reading the source
+    first = render.sql(outer_terms.repeated_in_change(left, flip_keys(left), {1: "chg"}))
+    assert "VERSION AS OF" not in first and "FROM `chg` WHERE NOT `cid` IS NULL GROUP BY `cid`" in first, first
+    assert "HAVING SUM(IF(`__ivm_d` > 0, `__ivm_d`, 0)) > 1 OR SUM(IF(`__ivm_d` < 0, -`__ivm_d`, 0)) > 1" in first
 
 
 def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():

@@ -83,12 +83,14 @@ class Report:
     multi_source_rounds: int = 0
     flips: int = 0  # outer joins: refreshes that flipped padded rows by a unique key
     compensations: int = 0  # and those that compensated them by the general algorithm
+    counted: int = 0  # and those that compensated them by counting matches (`_Term._counted`)
     adoptions: int = 0  # new rows whose only match went in the same round
 
     def summary(self) -> str:
-        outer = f", {self.flips} with a unique-key flip, {self.compensations} with NS-compensation" * bool(
-            self.flips or self.compensations
-        )
+        outer = (
+            f", {self.flips} with a unique-key flip, {self.compensations} with NS-compensation, "
+            f"{self.counted} with counted NS-compensation"
+        ) * bool(self.flips or self.compensations or self.counted)
         adopted = f", {self.adoptions} adopted orphans" * bool(self.adoptions)
         return (
             f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
@@ -291,7 +293,8 @@ class Harness:
         self.report.appends += outcome.path == "append"
         deltas = [s for s in statements if s.startswith("CACHE TABLE `__ivm_delta")]
         self.report.flips += any("__ivm_flow" in s for s in deltas)
-        self.report.compensations += any("LEFT SEMI JOIN" in s for s in deltas)
+        self.report.compensations += any("-1 AS `__ivm_d`" in s for s in deltas)  # X's rows unmatched before
+        self.report.counted += any("`__ivm_dn`" in s for s in deltas)  # the change's own matches per key
         if outcome.action == "built":
             self.report.builds += 1
         elif outcome.action == "refreshed":

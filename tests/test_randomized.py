@@ -36,7 +36,8 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
     if family is KEYED:
         assert report.appends > 0, "no refresh took the append path"
     if family is OUTER:
-        assert report.flips > 0 and report.compensations > 0, "the unique-key flip or the compensation never ran"
+        assert report.flips > 0, "the unique-key flip never ran"
+        assert report.compensations > 0 and report.counted > 0, "the general or the counted compensation never ran"
         assert report.adoptions > 0, "no new row's only match went in the same round"
 
 
@@ -201,6 +202,46 @@ def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spa
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
     monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
+    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+
+
+# The counted compensation (`outer_terms._Term._counted`) on a LEFT JOIN whose ON also holds a
+# condition on the padded side alone.
+FILTERED_LEFT_JOIN = Family(
+    "broken_counted",
+    (OR, OS),
+    (View("l", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k AND s.w = 'a'"),),
+    restores=True,
+)
+
+
+def test_harness_catches_a_counted_compensation_without_its_conditions(spark, spark_db, monkeypatch):
+    """Counting every row of s with a row's key, not those that meet `s.w = 'a'`: an r row whose
+    only matches fail it keeps or loses its padded row wrongly."""
+    original = outer_terms._Term._counted
+    monkeypatch.setattr(
+        outer_terms._Term,
+        "_counted",
+        lambda self, node, x, change, narrow, keys, own: original(self, node, x, change, narrow, keys, []),
+    )
+    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    assert _breaks(spark, spark_db, FILTERED_LEFT_JOIN, 8, seed=3)
+
+
+def test_harness_catches_a_counted_compensation_at_the_wrong_version(spark, spark_db, monkeypatch):
+    """Counting s's rows after the change and adding the change's own again: a padded row's first
+    match seems to come twice, and its last one never to go."""
+    original = outer_terms._Term._counted
+
+    def after(self, *args):
+        self.versions, before = self.after, self.versions
+        try:
+            return original(self, *args)
+        finally:
+            self.versions = before
+
+    monkeypatch.setattr(outer_terms._Term, "_counted", after)
     monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
 

@@ -119,6 +119,15 @@ def changes_relation(source: Source, start: int, end: int, staged: str | None = 
     return change_select(source, start, end).subquery(ident(source.alias))
 
 
+def copies() -> tuple[exp.Expr, exp.Expr]:
+    """Per row of a change set, the copies it inserts and the copies it deletes (`__ivm_d` > 0,
+    < 0), each 0 otherwise: summed, the rows a change adds and removes."""
+    d = col(DELTA_COLUMN)
+    inserted = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
+    deleted = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
+    return inserted, deleted
+
+
 def union_all(queries: list[exp.Select]) -> exp.Query:
     """`q1 UNION ALL q2 UNION ALL …` (one query: itself)."""
     return exp.union(*queries, distinct=False) if len(queries) > 1 else queries[0]

@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
-from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.changes import Narrowing, copies, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, Source, TableName, ViewPlan
 from dbt_ivm.metadata import Highs
@@ -123,8 +123,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
     key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
     """
     d = col(DELTA_COLUMN)
-    pos = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
-    neg = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
+    pos, neg = copies()
     select = exp.select(
         exp.Count(this=exp.Star()).as_("n"),
         func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),

@@ -37,7 +37,14 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from sqlglot import exp
 
 from dbt_ivm.classes import Refresh, Stage
-from dbt_ivm.classes.changes import Narrowing, changes_relation, snapshot_relation, term_version, union_all
+from dbt_ivm.classes.changes import (
+    Narrowing,
+    changes_relation,
+    copies,
+    snapshot_relation,
+    term_version,
+    union_all,
+)
 from dbt_ivm.ir import (
     DELTA_COLUMN,
     HIDDEN_PREFIX,
@@ -50,7 +57,7 @@ from dbt_ivm.ir import (
     Source,
     ViewPlan,
 )
-from dbt_ivm.render import col, ident, lit, sql
+from dbt_ivm.render import col, func, ident, lit, sql
 from dbt_ivm.verbatim import DIALECT
 
 
@@ -165,6 +172,16 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
             f"  NS-compensation: the padded rows of the {names} rows a change row matches: deleted when "
             "their first match comes, re-created when their last match goes"
         )
+        counted = counted_on(plan, node, index)
+        if counted is not None:
+            alias = plan.sources[index].alias
+            equal, own = counted
+            matches = [exp.EQ(this=col(c, alias), expression=y) for c, y in equal] + own
+            where = " AND ".join(m.sql(dialect=DIALECT) for m in matches)
+            steps.append(
+                f"  counted: a row's matches after the change are the {alias} rows where {where} before it, "
+                f"plus the change's own; {alias} read once, for the change's values"
+            )
         keys = flip_keys(plan).get(index) if child == Leaf(index) else None
         if keys:
             alias = plan.sources[index].alias
@@ -229,6 +246,55 @@ def own_ranges(narrow: Mapping[str, Sequence[exp.Expr]], alias: str, columns: Co
     return [f for f in narrow.get(alias, ()) if (b := f.find(exp.Between)) is not None and b.this.name in columns]
 
 
+def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[str, exp.Expr]], list[exp.Expr]] | None:
+    """ON of `node` split for the counted compensation of a change to occurrence `index`, a side
+    of it whose matches the other side's padded rows depend on: (its columns ON equates with a
+    column of the other side, each with that column), and ON's conjuncts over `index` alone.
+    None when ON has no such equality, or a conjunct other than those equalities reads both
+    sides (or a column of no occurrence on them).
+
+    A row x of the other side then matches exactly the rows c of `index` with the same key values
+    for which the one-sided conjuncts hold (those over x alone hold for every x a change row
+    matched), so x's matches after the change are its matches before it plus the change's own."""
+    from dbt_ivm.classes.joins import key_equalities
+
+    compensates = node.kind is JoinKind.FULL or index in leaves(node.null_supplied)
+    if node.on is None or not compensates:
+        return None
+    alias = plan.sources[index].alias
+    mine_side = node.preserved if index in leaves(node.preserved) else node.null_supplied
+    other_side = node.null_supplied if mine_side is node.preserved else node.preserved
+    if mine_side != Leaf(index):
+        return None
+    others = {plan.sources[i].alias for i in leaves(other_side)}
+    keys: list[tuple[str, exp.Expr]] = []
+    own: list[exp.Expr] = []
+    for conjunct in node.on.flatten() if isinstance(node.on, exp.And) else [node.on]:
+        conjunct = conjunct.unnest()
+        equal = [
+            (mine[1], theirs[1])
+            for a, b, _ in key_equalities(plan, conjunct)
+            for mine, theirs in ((a, b), (b, a))
+            if mine[0].index == index and theirs[0].alias in others
+        ]
+        tables = {c.table for c in conjunct.find_all(exp.Column)}
+        if equal:
+            column, other_column = equal[0]
+            other = next(c for c in conjunct.find_all(exp.Column) if c.table != alias and c.name == other_column)
+            keys.append((column, other.copy()))
+        elif tables <= {alias} and tables:
+            own.append(conjunct.copy())
+        elif not tables <= others:
+            return None
+    return (keys, own) if keys else None
+
+
+def _occurrences_with_rows(parts: Sequence[tuple[int, exp.Select]]) -> exp.Select:
+    """Rows (i), one for each occurrence i whose query returns a row (each stops at its first)."""
+    found = [exp.select(lit(i).as_("i")).from_(q.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1) for i, q in parts]
+    return exp.select(col("i")).distinct().from_(union_all(found).subquery(ident(f"{HIDDEN_PREFIX}dups")))
+
+
 def duplicate_keys(
     plan: ViewPlan,
     keys: Mapping[int, tuple[str, ...]],
@@ -255,8 +321,8 @@ def duplicate_keys(
             .group_by(*[col(k, source.alias) for k in keys[index]])
             .having(exp.GT(this=exp.Count(this=exp.Star()), expression=lit(1)))
         )
-        parts.append(exp.select(lit(index).as_("i")).from_(dups.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1))
-    return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
+        parts.append((index, dups))
+    return _occurrences_with_rows(parts)
 
 
 def repeated_in_change(plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], staged: Mapping[int, str]) -> exp.Select:
@@ -266,22 +332,16 @@ def repeated_in_change(plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], stag
     it, without reading the source (new orders with several lines each)."""
     parts = []
     for index, staged_rows in sorted(staged.items()):
-        d = col(DELTA_COLUMN)
-        counts = [
-            exp.Sum(this=exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))),
-            exp.Sum(
-                this=exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
-            ),
-        ]
+        key = [col(k) for k in keys[index]]
         repeats = (
-            exp.select(*[col(k) for k in keys[index]])
+            exp.select(*key)
             .from_(exp.Table(this=ident(staged_rows)))
-            .where(exp.and_(*[exp.not_(exp.Is(this=col(k), expression=exp.Null())) for k in keys[index]]))
-            .group_by(*[col(k) for k in keys[index]])
-            .having(exp.or_(*[exp.GT(this=c, expression=lit(1)) for c in counts]))
+            .where(exp.and_(*[exp.not_(exp.Is(this=k.copy(), expression=exp.Null())) for k in key]))
+            .group_by(*[k.copy() for k in key])
+            .having(exp.or_(*[exp.GT(this=exp.Sum(this=c), expression=lit(1)) for c in copies()]))
         )
-        parts.append(exp.select(lit(index).as_("i")).from_(repeats.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1))
-    return exp.select(col("i")).distinct().from_(union_all(parts).subquery(ident(f"{HIDDEN_PREFIX}dups")))
+        parts.append((index, repeats))
+    return _occurrences_with_rows(parts)
 
 
 def decide_flips(refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
@@ -459,8 +519,12 @@ class _Term:
                 join_type="left semi",
             )
         )
-        padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
         narrow = self._narrowed(node, changed)
+        counted = counted_on(plan, node, self.changed.index) if changed == Leaf(self.changed.index) else None
+        if counted is not None:
+            change = change if change is not None else _sub(self.delta(changed), "c")
+            return [self._counted(node, matched, change, narrow, *counted)]
+        padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
         sides = []
         for versions, sign in ((self.after, 1), (self.versions, -1)):
             select = (
@@ -471,6 +535,65 @@ class _Term:
             )
             sides.append(select)
         return sides
+
+    def _counted(
+        self,
+        node: OuterJoin,
+        matched: exp.Select,
+        change: exp.Expr,
+        narrow: Mapping[int, Sequence[exp.Expr]],
+        keys: list[tuple[str, exp.Expr]],
+        own: list[exp.Expr],
+    ) -> exp.Select:
+        """The compensation of a change to a source C that is one side of `node`, when ON is key
+        equalities and conditions on one side (`counted_on`): each row x of X (`matched`) has n
+        matches in C before the change, C's rows with x's key values that meet the conditions,
+        and n + dn after it, dn the change's own rows of those (with their multiplicity). Its
+        padded row is +1 where n + dn = 0 and -1 where n = 0. C is read once, at its version
+        before the change and only for the change's key values, where the general compensation
+        joins X with all of C at both versions."""
+        plan, alias = self.plan, self.changed.alias
+        key = [f"{HIDDEN_PREFIX}k{j}" for j in range(len(keys))]
+        mine = [col(column, alias) for column, _ in keys]
+
+        def by_key(relation: exp.Expr, *aggregates: exp.Expr) -> exp.Select:
+            """`relation`'s rows that meet the one-sided conditions, per key value."""
+            select = exp.select(*[m.copy().as_(ident(k)) for m, k in zip(mine, key, strict=True)], *aggregates)
+            select = select.from_(relation).group_by(*[m.copy() for m in mine])
+            return select.where(*[c.copy() for c in own]) if own else select
+
+        def matching(columns: Sequence[exp.Expr], table: str) -> exp.Expr:
+            return exp.and_(
+                *[exp.EQ(this=c.copy(), expression=col(k, table)) for c, k in zip(columns, key, strict=True)]
+            )
+
+        state = self.state(Leaf(self.changed.index), self.versions, narrow)
+        change_keys = exp.select(*[m.copy().as_(ident(k)) for m, k in zip(mine, key, strict=True)]).from_(change.copy())
+        before = by_key(_sub(state, "c"), exp.Count(this=exp.Star()).as_(ident(f"{HIDDEN_PREFIX}n"))).join(
+            _sub(change_keys, "ck"), on=matching(mine, f"{HIDDEN_PREFIX}ck"), join_type="left semi"
+        )
+        changed = by_key(
+            change.copy(),
+            exp.Sum(this=col(DELTA_COLUMN)).as_(ident(f"{HIDDEN_PREFIX}dn")),
+            func("any_value", col(alias)).as_(ident(alias)),
+        )
+        n = exp.Coalesce(this=col(f"{HIDDEN_PREFIX}n", f"{HIDDEN_PREFIX}n"), expressions=[lit(0)])
+        dn = exp.Coalesce(this=col(f"{HIDDEN_PREFIX}dn", f"{HIDDEN_PREFIX}dn"), expressions=[lit(0)])
+        unmatched = [exp.EQ(this=count, expression=lit(0)) for count in (exp.Add(this=n.copy(), expression=dn), n)]
+        sign = exp.Sub(
+            this=exp.If(this=unmatched[0], true=lit(1), false=lit(0)),
+            expression=exp.If(this=unmatched[1], true=lit(1), false=lit(0)),
+        )
+        padded = exp.If(this=exp.false(), true=col(alias, f"{HIDDEN_PREFIX}dn"), false=exp.Null())  # NULL of its type
+        columns = [padded.as_(ident(alias)) if c.name == alias else c for c in _columns(plan, node, False)]
+        others = [y for _, y in keys]
+        rows = (
+            exp.select(*columns, sign.as_(ident(DELTA_COLUMN)))
+            .from_(_sub(matched, "x"))
+            .join(_sub(before, "n"), on=matching(others, f"{HIDDEN_PREFIX}n"), join_type="left")
+            .join(_sub(changed, "dn"), on=matching(others, f"{HIDDEN_PREFIX}dn"), join_type="left")
+        )
+        return exp.select("*").from_(_sub(rows, "s")).where(exp.NEQ(this=col(DELTA_COLUMN), expression=lit(0)))
 
 
 def outer_delta_terms(

@@ -15,7 +15,7 @@ from sqlglot import exp
 from dbt_ivm import analyze, layout, render, verbatim
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
 from dbt_ivm.errors import ConfigError
-from dbt_ivm.ir import TableName
+from dbt_ivm.ir import OuterJoin, TableName
 from dbt_ivm.maintain import (
     CatalogEntry,
     backing_table,
@@ -344,6 +344,30 @@ def test_unique_key_flip_keys_and_sql():
     first = render.sql(outer_terms.repeated_in_change(left, flip_keys(left), {1: "chg"}))
     assert "VERSION AS OF" not in first and "FROM `chg` WHERE NOT `cid` IS NULL GROUP BY `cid`" in first, first
     assert "HAVING SUM(IF(`__ivm_d` > 0, `__ivm_d`, 0)) > 1 OR SUM(IF(`__ivm_d` < 0, -`__ivm_d`, 0)) > 1" in first
+
+
+def test_the_compensation_counts_matches_where_on_is_key_equalities_and_one_sided_conditions():
+    """`outer_terms.counted_on`: ON's equalities of the changed source's columns with the other
+    side's, and its conditions on the changed source alone; then the compensation reads the
+    source once, before the change (`_Term._counted`). Otherwise the general one, at both."""
+    left = analyze("select o.id, c.name from db.o o left join db.c c on c.cid = o.cust and c.name <> 'x'", SCHEMA)
+    node = left.tree
+    assert isinstance(node, OuterJoin)
+    keys, own = outer_terms.counted_on(left, node, 1)
+    assert [(k, render.sql(y)) for k, y in keys] == [("cid", "`o`.`cust`")]
+    assert [render.sql(c) for c in own] == ["`c`.`name` <> 'x'"]
+    assert outer_terms.counted_on(left, node, 0) is None  # o is not padded by this join
+    old, new = {"db.o": 1, "db.c": 1}, {"db.o": 1, "db.c": 2}
+    counted = render.sql(joins.delta_select(left, old, new, {1: "chg"}))
+    assert "`db`.`c` VERSION AS OF 1" in counted and "`db`.`c` VERSION AS OF 2" not in counted
+    assert "WHERE `c`.`name` <> 'x' GROUP BY `c`.`cid`" in counted and "`__ivm_dn`" in counted
+    for on in ("c.cid = o.cust and c.name < o.note", "c.cid = o.cust or c.cid is null", "c.name <> o.note"):
+        general = analyze(f"select o.id, c.name from db.o o left join db.c c on {on}", SCHEMA)
+        assert outer_terms.counted_on(general, general.tree, 1) is None, on
+        sql = render.sql(joins.delta_select(general, old, new, {1: "chg"}))
+        assert "`db`.`c` VERSION AS OF 2" in sql and "`__ivm_dn`" not in sql
+    full = analyze("select o.id, c.name from db.o o full join db.c c on o.cust = c.cid", SCHEMA)
+    assert [k for k, _ in outer_terms.counted_on(full, full.tree, 0)[0]] == ["cust"]  # either side of a FULL join
 
 
 def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():

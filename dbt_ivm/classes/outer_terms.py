@@ -21,7 +21,9 @@ changed, from C to C' = C + dC; `on` the node's condition, any deterministic pre
   level of nesting, for duplicates as for unique keys. Where the change arrives on one source
   whose ON columns are unique for the change before and after it (checked each refresh,
   `decide_flips`), the compensation is the matched rows again, padded, with the opposite sign:
-  Oracle's unique-key flip, which reads neither C nor X.
+  Oracle's unique-key flip, which reads neither C nor X. Where C is one source and ON is key
+  equalities plus conditions on one side (`counted_on`), X's matches are counted per key, in C
+  before the change plus the change's own (`_Term._counted`): C is read once, not at both versions.
 
 A join's change that a compensation reads twice is cached once per refresh (`_Term._once`).
 

@@ -274,16 +274,14 @@ def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[
     for conjunct in node.on.flatten() if isinstance(node.on, exp.And) else [node.on]:
         conjunct = conjunct.unnest()
         equal = [
-            (mine[1], theirs[1])
+            (mine[1], col(theirs[1], theirs[0].alias))
             for a, b, _ in key_equalities(plan, conjunct)
             for mine, theirs in ((a, b), (b, a))
             if mine[0].index == index and theirs[0].alias in others
         ]
         tables = {c.table for c in conjunct.find_all(exp.Column)}
         if equal:
-            column, other_column = equal[0]
-            other = next(c for c in conjunct.find_all(exp.Column) if c.table != alias and c.name == other_column)
-            keys.append((column, other.copy()))
+            keys.append(equal[0])
         elif tables <= {alias} and tables:
             own.append(conjunct.copy())
         elif not tables <= others:
@@ -512,19 +510,15 @@ class _Term:
         """The padded rows of the `other` (preserved) rows a change row matches (`others`: that
         side's state): + with no match after the change, - with no match before it."""
         plan = self.plan
+        change = change if change is not None else _sub(self.delta(changed), "c")
         matched = (
             exp.select(*_columns(plan, other, False))
             .from_(_sub(others.copy(), "p"))
-            .join(
-                change.copy() if change is not None else _sub(self.delta(changed), "c"),
-                on=node.on.copy(),
-                join_type="left semi",
-            )
+            .join(change.copy(), on=node.on.copy(), join_type="left semi")
         )
         narrow = self._narrowed(node, changed)
         counted = counted_on(plan, node, self.changed.index) if changed == Leaf(self.changed.index) else None
         if counted is not None:
-            change = change if change is not None else _sub(self.delta(changed), "c")
             return [self._counted(node, matched, change, narrow, *counted)]
         padded = exp.and_(*[exp.Is(this=col(plan.sources[i].alias), expression=exp.Null()) for i in leaves(changed)])
         sides = []
@@ -558,10 +552,12 @@ class _Term:
         key = [f"{HIDDEN_PREFIX}k{j}" for j in range(len(keys))]
         mine = [col(column, alias) for column, _ in keys]
 
+        def named() -> list[exp.Expr]:
+            return [m.copy().as_(ident(k)) for m, k in zip(mine, key, strict=True)]
+
         def by_key(relation: exp.Expr, *aggregates: exp.Expr) -> exp.Select:
             """`relation`'s rows that meet the one-sided conditions, per key value."""
-            select = exp.select(*[m.copy().as_(ident(k)) for m, k in zip(mine, key, strict=True)], *aggregates)
-            select = select.from_(relation).group_by(*[m.copy() for m in mine])
+            select = exp.select(*named(), *aggregates).from_(relation).group_by(*[m.copy() for m in mine])
             return select.where(*[c.copy() for c in own]) if own else select
 
         def matching(columns: Sequence[exp.Expr], table: str) -> exp.Expr:
@@ -570,7 +566,7 @@ class _Term:
             )
 
         state = self.state(Leaf(self.changed.index), self.versions, narrow)
-        change_keys = exp.select(*[m.copy().as_(ident(k)) for m, k in zip(mine, key, strict=True)]).from_(change.copy())
+        change_keys = exp.select(*named()).from_(change.copy())
         before = by_key(_sub(state, "c"), exp.Count(this=exp.Star()).as_(ident(f"{HIDDEN_PREFIX}n"))).join(
             _sub(change_keys, "ck"), on=matching(mine, f"{HIDDEN_PREFIX}ck"), join_type="left semi"
         )

@@ -62,6 +62,8 @@ def test_randomized_stress(spark, spark_db, family, request):
 
 
 # -- the harness must catch a broken refresh ---------------------------------------------
+# Each test's seed is one of several probed that breaks in the first rounds; its round count only
+# bounds the run, which stops at the first mismatch.
 
 
 def _mismatches(spark, spark_db, family: Family, rounds: int, seed: int) -> int:
@@ -95,7 +97,7 @@ def test_harness_catches_wrong_state_choice(spark, spark_db, monkeypatch):
     """Old versions of the other sources in every term: wrong when several sources changed."""
     monkeypatch.setattr(changes, "term_version", lambda other, changed, old, new: old)
     family = Family("broken_state", (A, B), (View("j", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),))
-    assert _mismatches(spark, spark_db, family, 15, seed=5) > 0
+    assert _mismatches(spark, spark_db, family, 15, seed=3) > 0
 
 
 def test_harness_catches_value_ranges_that_leave_out_nulls(spark, spark_db, monkeypatch):
@@ -142,11 +144,13 @@ def test_harness_catches_a_miscounted_extreme(spark, spark_db, monkeypatch):
 
 
 # An outer join's padded rows: what must be NULL-safe, and the compensation itself. One LEFT
-# JOIN has padded rows enough to break on each; FULL joins are in the OUTER family's runs.
+# JOIN has padded rows enough to break on each; FULL joins are in the OUTER family's runs. The
+# padded side changes every round (`odds`): each seed below breaks in its first two rounds.
 LEFT_JOIN = Family(
     "broken_outer",
     (OR, OS),
     (View("l", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k"),),
+    odds=(("r", 0.3), ("s", 1.0)),
     restores=True,
 )
 
@@ -172,13 +176,13 @@ def test_harness_catches_identities_matched_not_null_safe(spark, spark_db, monke
         return exp.and_(*rids, *outs)
 
     monkeypatch.setattr(joins, "key_match", not_null_safe)
-    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=7)
 
 
 def test_harness_catches_an_identity_filter_without_padded_rows(spark, spark_db, monkeypatch):
     """The inner-join filter (identities of the change rows) misses a padded row a change removes."""
     monkeypatch.setattr(outer_joins.OuterJoinRules, "changed_identities", joins.JoinRules.changed_identities)
-    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=5)
 
 
 def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spark_db, monkeypatch):
@@ -197,13 +201,13 @@ def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spa
     monkeypatch.setattr(aggregate, "merge_statement", raw_sums)
     view = next(v for v in OUTER.views if v.name == "o_agg_left")
     family = Family("broken_sum", (OR, OS), (view,), adopts=1.0)
-    assert _mismatches(spark, spark_db, family, 8, seed=4) > 0
+    assert _mismatches(spark, spark_db, family, 8, seed=6) > 0
 
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
     monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
     monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
-    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=5)
 
 
 # The counted compensation (`outer_terms._Term._counted`) on a LEFT JOIN whose ON also holds a
@@ -212,6 +216,7 @@ FILTERED_LEFT_JOIN = Family(
     "broken_counted",
     (OR, OS),
     (View("l", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k AND s.w = 'a'"),),
+    odds=(("r", 0.3), ("s", 1.0)),
     restores=True,
 )
 
@@ -226,7 +231,7 @@ def test_harness_catches_a_counted_compensation_without_its_conditions(spark, sp
         lambda self, node, x, change, narrow, keys, own: original(self, node, x, change, narrow, keys, []),
     )
     monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
-    assert _breaks(spark, spark_db, FILTERED_LEFT_JOIN, 8, seed=3)
+    assert _breaks(spark, spark_db, FILTERED_LEFT_JOIN, 8, seed=9)
 
 
 def test_harness_catches_a_counted_compensation_at_the_wrong_version(spark, spark_db, monkeypatch):
@@ -256,4 +261,4 @@ def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark,
         return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
-    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=3)
+    assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=9)

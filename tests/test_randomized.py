@@ -146,13 +146,12 @@ def test_harness_catches_a_miscounted_extreme(spark, spark_db, monkeypatch):
 # An outer join's padded rows: what must be NULL-safe, and the compensation itself. One LEFT
 # JOIN has padded rows enough to break on each; FULL joins are in the OUTER family's runs. The
 # padded side changes every round (`odds`): each seed below breaks in its first two rounds.
-LEFT_JOIN = Family(
-    "broken_outer",
-    (OR, OS),
-    (View("l", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k"),),
-    odds=(("r", 0.3), ("s", 1.0)),
-    restores=True,
-)
+def _left_join(name: str, on: str) -> Family:
+    view = View("l", f"SELECT r.k, r.v, s.w FROM {{db}}.r r LEFT JOIN {{db}}.s s ON {on}")
+    return Family(name, (OR, OS), (view,), odds=(("r", 0.3), ("s", 1.0)), restores=True)
+
+
+LEFT_JOIN = _left_join("broken_outer", "r.k = s.k")
 
 
 def _breaks(spark, spark_db, family: Family, rounds: int, seed: int) -> bool:
@@ -212,13 +211,7 @@ def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
 
 # The counted compensation (`outer_terms._Term._counted`) on a LEFT JOIN whose ON also holds a
 # condition on the padded side alone.
-FILTERED_LEFT_JOIN = Family(
-    "broken_counted",
-    (OR, OS),
-    (View("l", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k AND s.w = 'a'"),),
-    odds=(("r", 0.3), ("s", 1.0)),
-    restores=True,
-)
+FILTERED_LEFT_JOIN = _left_join("broken_counted", "r.k = s.k AND s.w = 'a'")
 
 
 def test_harness_catches_a_counted_compensation_without_its_conditions(spark, spark_db, monkeypatch):

@@ -27,14 +27,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The long randomized runs are not part of the suite: they run only with --stress."""
-    if config.getoption("--stress"):
-        return
-    stress = [item for item in items if "stress" in item.keywords]
-    if stress:
-        config.hook.pytest_deselected(items=stress)
-        items[:] = [item for item in items if "stress" not in item.keywords]
+    """The long randomized runs are not part of the suite: they run only with --stress. Under
+    pytest-xdist (`-n`), the tests that share a class- or module-scoped fixture (a dbt project,
+    a batch of views) run on one worker (`--dist loadgroup`), each other test wherever a worker is free."""
+    if not config.getoption("--stress"):
+        stress = [item for item in items if "stress" in item.keywords]
+        if stress:
+            config.hook.pytest_deselected(items=stress)
+            items[:] = [item for item in items if "stress" not in item.keywords]
+    for item in items:
+        if group := shared_fixture_scope(item):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def shared_fixture_scope(item: pytest.Item) -> str | None:
+    """The node id of the widest module or class whose fixtures `item` uses, if any."""
+    definitions = getattr(item, "_fixtureinfo", None)
+    scopes = {d.scope for defs in (definitions.name2fixturedefs.values() if definitions else ()) for d in defs}
+    module, *rest = item.nodeid.split("::")
+    if "module" in scopes:
+        return module
+    if "class" in scopes and len(rest) > 1:
+        return f"{module}::{rest[0]}"
+    return None
 
 
 @pytest.fixture(scope="session")

@@ -13,15 +13,18 @@ Later view classes plug in by adding a Family.
 
 from __future__ import annotations
 
+import math
 import random
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from dbt_ivm import render
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, backing_table, consistency_sql, read_watermark
+from dbt_ivm.maintain import Maintainer, StoredView, backing_table, consistency_sql, read_watermark, stored_view
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -77,6 +80,7 @@ class Report:
     view_checks: int = 0
     refreshes: int = 0
     no_change: int = 0
+    unchanged: int = 0  # checks of views none of whose sources changed: "no changes", not compared again
     builds: int = 0
     appends: int = 0  # refreshes that took the append path
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -95,6 +99,7 @@ class Report:
         return (
             f"{self.family}: {self.rounds} rounds, {self.view_checks} view checks "
             f"({self.refreshes} refreshes, {self.appends} by the append path, {self.no_change} without changes, "
+            f"{self.unchanged} of them over unchanged sources, "
             f"{self.builds} builds{outer}), "
             f"{self.multi_source_rounds} rounds changed several sources{adopted}, "
             f"{len(self.mismatches)} mismatches"
@@ -135,6 +140,8 @@ class Harness:
         self.orphan_rng = random.Random(f"orphans {seed}")
         self.orphans: dict[Table, int] = {}  # the key of each table's last orphan
         self.orphan_key = 0  # the last one, counted down
+        self.compared: set[str] = set()  # views compared with their recompute at least once
+        self.globals: dict[str, bool] = {}  # view -> whether it is a global aggregate (`global_row`)
 
     # -- set up ------------------------------------------------------------------------
 
@@ -263,20 +270,33 @@ class Harness:
             self.report.multi_source_rounds += 1
         # The views refresh and are checked concurrently (one session, as dbt's threads share it):
         # the sources do not change meanwhile, and each view writes only its own storage.
+        touched = {t.name for t in changed}
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            checks = list(pool.map(self.check, self.family.views))
+            checks = list(pool.map(lambda v: self.check(v, bool(touched & sources(v))), self.family.views))
         for v, (statements, diff) in zip(self.family.views, checks, strict=True):
             self.report.view_checks += 1
             if diff:
                 self.report.mismatches.append(Mismatch(number, v.name, [t.name for t in changed], diff, statements))
         self.report.rounds += 1
 
-    def check(self, v: View) -> tuple[list[str], list[Any]]:
-        """Refresh `v`, then compare it with its recompute: (the refresh's statements, differences)."""
-        statements, pinned = self.materialize(v)
-        return statements, self.compare(v, pinned)
+    def check(self, v: View, changed: bool) -> tuple[list[str], list[Any]]:
+        """Refresh `v`, then compare it with its recompute: (the refresh's statements, differences).
 
-    def materialize(self, v: View) -> tuple[list[str], dict[str, int]]:
+        A view none of whose sources changed since it was last compared must refresh to "no
+        changes", and is then as it was compared: it is not compared again."""
+        statements, outcome = self.materialize(v)
+        if not changed and v.name in self.compared:
+            if outcome.action == "no changes":
+                with self.lock:
+                    self.report.unchanged += 1
+                return statements, []
+            return statements, [("refreshed without a change to its sources", outcome.action, outcome.message)]
+        diff = self.compare(v, dict(outcome.versions))
+        with self.lock:
+            self.compared.add(v.name)
+        return statements, diff
+
+    def materialize(self, v: View) -> tuple[list[str], Any]:
         m = Maintainer(
             self.db,
             TableName(self.database, v.name),
@@ -287,7 +307,7 @@ class Harness:
         outcome = m.materialize()
         with self.lock:
             self.count(outcome, m.statements)
-        return list(m.statements), dict(outcome.versions)
+        return list(m.statements), outcome
 
     def count(self, outcome: Any, statements: list[str]) -> None:
         self.report.appends += outcome.path == "append"
@@ -304,23 +324,42 @@ class Harness:
             self.report.no_change += 1
 
     def compare(self, v: View, pinned: dict[str, int]) -> list[Any]:
-        """Rows where the view and its recompute differ (multisets), plus hidden-state checks.
-
-        The recompute runs the model SQL on the sources as of the watermark; the harness makes
-        no change during a refresh, so that is also the sources' current state.
-        """
+        """Rows where the view and its recompute differ (`rows_differing`), plus hidden-state checks."""
         view = TableName(self.database, v.name)
-        diff = [tuple(r) for r in self.sql(consistency_sql(self.db, view))]
-        backing = backing_table(view).sql()
-        global_row = "__ivm_g_0" not in {r[0] for r in self.sql(f"DESCRIBE TABLE {backing}")} and v.aggregated
-        floor = "< 0" if global_row else "<= 0"  # a global aggregate keeps its one row at count 0
-        bad = self.sql(f"SELECT count(*) FROM {backing} WHERE __ivm_count {floor}")[0][0]
+        stored = stored_view(self.db, view)
+        diff = self.rows_differing(view, stored)
+        floor = "< 0" if self.global_row(v) else "<= 0"  # a global aggregate keeps its one row at count 0
+        bad = self.sql(f"SELECT count(*) FROM {backing_table(view).sql()} WHERE __ivm_count {floor}")[0][0]
         if bad:
             diff.append(("non-positive counts", bad))
-        consumed = watermark_versions(self.db, self.database, v.name)
-        if consumed != pinned:
-            diff.append(("watermark", consumed, pinned))
+        if dict(stored.mark.sources) != pinned:
+            diff.append(("watermark", dict(stored.mark.sources), pinned))
         return diff
+
+    def rows_differing(self, view: TableName, stored: StoredView) -> list[Any]:
+        """`multiset_diff` of the view and the model's SQL run on the sources as of the watermark
+        (the harness makes no change during a refresh, so that is also their current state). Both
+        are read into Python and compared there: an oracle of its own, cheaper than the
+        consistency test's query (`agree` checks that query against it)."""
+        model = self.spark.sql(render.pin_versions(stored.model_sql, stored.mark.sources))
+        floats = [i for i, f in enumerate(model.schema.fields) if f.dataType.typeName() in render.FLOAT_TYPES]
+        return multiset_diff(self.sql(f"SELECT * FROM {view.sql()}"), model.collect(), floats)
+
+    def global_row(self, v: View) -> bool:
+        """Whether `v` is a global aggregate (its storage has no group column): asked once."""
+        if v.name not in self.globals:
+            backing = backing_table(TableName(self.database, v.name)).sql()
+            self.globals[v.name] = v.aggregated and "__ivm_g_0" not in {r[0] for r in self.sql(f"DESCRIBE {backing}")}
+        return self.globals[v.name]
+
+    def agree(self, v: View) -> list[Any]:
+        """The consistency test's query (`consistency_sql`, what `fast_mv_consistent` runs) finds
+        differences where `rows_differing` does, and none where it does not."""
+        view = TableName(self.database, v.name)
+        found = self.sql(consistency_sql(self.db, view))
+        if bool(found) == bool(self.rows_differing(view, stored_view(self.db, view))):
+            return []
+        return [("the consistency test disagrees", [tuple(r) for r in found])]
 
     def run(self, rounds: int, deadline: float | None = None, progress: bool = False) -> Report:
         """`rounds` rounds, or fewer if the wall clock passes `deadline` (time.time())."""
@@ -333,10 +372,65 @@ class Harness:
             self.round(i)
             if progress:
                 print(f"  [{time.strftime('%H:%M:%S')}] {self.report.summary()}", flush=True)
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            disagreements = list(pool.map(self.agree, self.family.views))
+        for v, diff in zip(self.family.views, disagreements, strict=True):
+            if diff:
+                self.report.mismatches.append(Mismatch(self.report.rounds, v.name, [], diff, []))
         return self.report
 
     def drop(self) -> None:
         self.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
+
+
+def sources(v: View) -> set[str]:
+    """The tables `v` reads."""
+    return set(re.findall(r"\{db\}\.(\w+)", v.sql))
+
+
+def multiset_diff(view: list[Any], model: list[Any], floats: list[int]) -> list[Any]:
+    """Rows in one multiset and not the other, as the consistency test defines it (`render.
+    consistency_sql`): NULLs equal, duplicates counted; rows equal on their other columns pair
+    the n-th smallest floats with the n-th smallest, and a pair differs when a float differs by
+    more than `render.FLOAT_TOLERANCE` relative (absolute below 1). NaN and the infinities equal
+    only themselves."""
+    groups: dict[tuple, tuple[list[tuple], list[tuple]]] = {}
+    for side, rows in enumerate((view, model)):
+        for row in rows:
+            values = tuple(hashable(x) for x in row)
+            exact = tuple(x for i, x in enumerate(values) if i not in floats)
+            groups.setdefault(exact, ([], []))[side].append(values)
+    diff: list[Any] = []
+    for v_rows, m_rows in groups.values():
+        v_rows.sort(key=lambda r: [float_order(r[i]) for i in floats])
+        m_rows.sort(key=lambda r: [float_order(r[i]) for i in floats])
+        for i in range(max(len(v_rows), len(m_rows))):
+            if i >= len(v_rows):
+                diff.append(("missing from the view", *m_rows[i]))
+            elif i >= len(m_rows):
+                diff.append(("extra in the view", *v_rows[i]))
+            elif not all(close(v_rows[i][f], m_rows[i][f]) for f in floats):
+                diff.append(("differs beyond the float tolerance", v_rows[i], m_rows[i]))
+    return diff
+
+
+def hashable(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(hashable(x) for x in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, hashable(x)) for k, x in value.items()))
+    return value
+
+
+def float_order(x: float | None) -> tuple:
+    """Spark's ascending order of a double: NULL first, NaN last."""
+    return (0, 0.0) if x is None else (2, 0.0) if math.isnan(x) else (1, x)
+
+
+def close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None or math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
+        return a is b or a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
+    return abs(a - b) <= render.FLOAT_TOLERANCE * max(abs(a), abs(b), 1.0)
 
 
 def watermark_versions(db: Any, database: str, view: str) -> dict[str, int]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from dbt_ivm import render
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, StoredView, backing_table, consistency_sql, read_watermark, stored_view
+from dbt_ivm.maintain import Maintainer, StoredView, backing_table, consistency_sql, stored_view
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -431,11 +431,6 @@ def close(a: float | None, b: float | None) -> bool:
     if a is None or b is None or math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
         return a is b or a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
     return abs(a - b) <= render.FLOAT_TOLERANCE * max(abs(a), abs(b), 1.0)
-
-
-def watermark_versions(db: Any, database: str, view: str) -> dict[str, int]:
-    mark = read_watermark(db, backing_table(TableName(database, view)))
-    return dict(mark.sources) if mark else {}
 
 
 # -- the families under test ---------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Any
 
 from dbt_ivm import render
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, StoredView, backing_table, consistency_sql, stored_view
+from dbt_ivm.maintain import Maintainer, Outcome, StoredView, backing_table, consistency_sql, stored_view
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -296,7 +296,7 @@ class Harness:
             self.compared.add(v.name)
         return statements, diff
 
-    def materialize(self, v: View) -> tuple[list[str], Any]:
+    def materialize(self, v: View) -> tuple[list[str], Outcome]:
         m = Maintainer(
             self.db,
             TableName(self.database, v.name),
@@ -309,7 +309,7 @@ class Harness:
             self.count(outcome, m.statements)
         return list(m.statements), outcome
 
-    def count(self, outcome: Any, statements: list[str]) -> None:
+    def count(self, outcome: Outcome, statements: list[str]) -> None:
         self.report.appends += outcome.path == "append"
         # the change set, and the levels of nested outer joins cached for it (`classes.stager`)
         deltas = [s for s in statements if s.startswith(("CACHE TABLE `__ivm_delta", "CACHE TABLE `__ivm_level"))]
@@ -402,8 +402,8 @@ def multiset_diff(view: list[Any], model: list[Any], floats: list[int]) -> list[
             groups.setdefault(exact, ([], []))[side].append(values)
     diff: list[Any] = []
     for v_rows, m_rows in groups.values():
-        v_rows.sort(key=lambda r: [float_order(r[i]) for i in floats])
-        m_rows.sort(key=lambda r: [float_order(r[i]) for i in floats])
+        for rows in (v_rows, m_rows):
+            rows.sort(key=lambda r: [float_order(r[i]) for i in floats])
         for i in range(max(len(v_rows), len(m_rows))):
             if i >= len(v_rows):
                 diff.append(("missing from the view", *m_rows[i]))
@@ -428,8 +428,10 @@ def float_order(x: float | None) -> tuple:
 
 
 def close(a: float | None, b: float | None) -> bool:
-    if a is None or b is None or math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
-        return a is b or a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
+    if a is None or b is None:
+        return a is b
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b or (math.isnan(a) and math.isnan(b))
     return abs(a - b) <= render.FLOAT_TOLERANCE * max(abs(a), abs(b), 1.0)
 
 

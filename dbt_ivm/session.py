@@ -18,8 +18,9 @@ DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.3.0"
 NOISY_LOGGERS = ("org.apache.hadoop.hive.metastore.HiveAlterHandler",)
 
 
-def spark_conf(warehouse: str | None = None) -> dict[str, str]:
-    """Settings for a small local session: Delta, change data feed on new tables, few partitions."""
+def spark_conf(warehouse: str | None = None, java_options: str = "") -> dict[str, str]:
+    """Settings for a small local session: Delta, change data feed on new tables, few partitions;
+    `java_options` for the driver JVM, which a session started by this process launches."""
     conf = {
         "spark.jars.packages": DELTA_PACKAGE,
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -33,17 +34,20 @@ def spark_conf(warehouse: str | None = None) -> dict[str, str]:
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.driver.memory": "4g",
     }
+    options = [java_options] if java_options else []
     if warehouse:
         conf["spark.sql.warehouse.dir"] = os.path.join(warehouse, "warehouse")
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={os.path.join(warehouse, 'derby')}"
+        options.insert(0, f"-Dderby.system.home={os.path.join(warehouse, 'derby')}")
+    if options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(options)
     return conf
 
 
-def get_spark(warehouse: str | None = None, master: str = "local[2]") -> SparkSession:
+def get_spark(warehouse: str | None = None, master: str = "local[2]", java_options: str = "") -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("dbt-ivm").enableHiveSupport()
-    for k, v in spark_conf(warehouse).items():
+    for k, v in spark_conf(warehouse, java_options).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     quiet(spark)

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms
+from tests import harness as harness_module
 from tests.harness import AGGREGATES, JOINS, KEYED, OR, OS, OUTER, SINGLE, A, B, Family, Harness, T, View
 
 pytestmark = pytest.mark.spark
@@ -79,7 +80,8 @@ def _mismatches(spark, spark_db, family: Family, rounds: int, seed: int) -> int:
         harness.drop()
 
 
-def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
+def _drop_deletes(monkeypatch) -> None:
+    """Break the refresh: the change feeds' delete rows left out."""
     original = changes.change_select
 
     def without_deletes(source, start, end):
@@ -89,8 +91,34 @@ def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
         return select
 
     monkeypatch.setattr(changes, "change_select", without_deletes)
+
+
+def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
+    _drop_deletes(monkeypatch)
     family = Family("broken_del", (T,), (View("v", "SELECT * FROM {db}.t"),))
     assert _mismatches(spark, spark_db, family, 12, seed=3) > 0
+
+
+def test_harness_catches_a_consistency_test_that_disagrees(spark, spark_db, monkeypatch):
+    """`agree` holds the consistency test's query to the harness's own comparison: blind on a
+    view that differs (the verdict of its last comparison), or finding rows where nothing differs
+    (a view built and never compared, read again)."""
+    family = Family("broken_agree", (T,), (View("v", "SELECT * FROM {db}.t"),))
+    harness = Harness(spark, spark_db, family, 3)
+    try:
+        harness.setup()
+        monkeypatch.setattr(harness_module, "consistency_sql", lambda db, view: "SELECT 1 AS x")
+        assert harness.agree(family.views[0]), "a query that always finds rows agreed on an exact view"
+        monkeypatch.setattr(harness_module, "consistency_sql", lambda db, view: "SELECT 1 AS x WHERE FALSE")
+        assert not harness.agree(family.views[0])
+        _drop_deletes(monkeypatch)
+        for i in range(12):
+            harness.round(i)
+            if harness.report.mismatches:
+                break
+        assert harness.report.mismatches and harness.agree(family.views[0]), "a blind query agreed on a wrong view"
+    finally:
+        harness.drop()
 
 
 def test_harness_catches_wrong_state_choice(spark, spark_db, monkeypatch):

@@ -71,13 +71,18 @@ def _mismatches(spark, spark_db, family: Family, rounds: int, seed: int) -> int:
     harness = Harness(spark, spark_db, family, seed)
     try:
         harness.setup()
-        for i in range(rounds):
-            harness.round(i)
-            if harness.report.mismatches:
-                break
-        return len(harness.report.mismatches)
+        return _until_mismatch(harness, rounds)
     finally:
         harness.drop()
+
+
+def _until_mismatch(harness: Harness, rounds: int) -> int:
+    """Rounds until one finds a mismatch, at most `rounds`: the mismatches found."""
+    for i in range(rounds):
+        harness.round(i)
+        if harness.report.mismatches:
+            break
+    return len(harness.report.mismatches)
 
 
 def _drop_deletes(monkeypatch) -> None:
@@ -112,11 +117,8 @@ def test_harness_catches_a_consistency_test_that_disagrees(spark, spark_db, monk
         monkeypatch.setattr(harness_module, "consistency_sql", lambda db, view: "SELECT 1 AS x WHERE FALSE")
         assert not harness.agree(family.views[0])
         _drop_deletes(monkeypatch)
-        for i in range(12):
-            harness.round(i)
-            if harness.report.mismatches:
-                break
-        assert harness.report.mismatches and harness.agree(family.views[0]), "a blind query agreed on a wrong view"
+        assert _until_mismatch(harness, 12) > 0
+        assert harness.agree(family.views[0]), "a blind query agreed on a wrong view"
     finally:
         harness.drop()
 

@@ -10,6 +10,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import SparkSession
 
 DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.3.0"
@@ -18,9 +20,12 @@ DELTA_PACKAGE = "io.delta:delta-spark_4.1_2.13:4.3.0"
 NOISY_LOGGERS = ("org.apache.hadoop.hive.metastore.HiveAlterHandler",)
 
 
-def spark_conf(warehouse: str | None = None, java_options: str = "") -> dict[str, str]:
+def spark_conf(
+    warehouse: str | None = None, java_options: str = "", settings: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Settings for a small local session: Delta, change data feed on new tables, few partitions;
-    `java_options` for the driver JVM, which a session started by this process launches."""
+    `java_options` for the driver JVM, which a session started by this process launches;
+    `settings` over the defaults."""
     conf = {
         "spark.jars.packages": DELTA_PACKAGE,
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -40,14 +45,19 @@ def spark_conf(warehouse: str | None = None, java_options: str = "") -> dict[str
         options.insert(0, f"-Dderby.system.home={os.path.join(warehouse, 'derby')}")
     if options:
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
-    return conf
+    return conf | dict(settings or {})
 
 
-def get_spark(warehouse: str | None = None, master: str = "local[2]", java_options: str = "") -> SparkSession:
+def get_spark(
+    warehouse: str | None = None,
+    master: str = "local[2]",
+    java_options: str = "",
+    settings: Mapping[str, str] | None = None,
+) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("dbt-ivm").enableHiveSupport()
-    for k, v in spark_conf(warehouse, java_options).items():
+    for k, v in spark_conf(warehouse, java_options, settings).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     quiet(spark)

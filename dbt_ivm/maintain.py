@@ -360,21 +360,17 @@ def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
 
 
 @contextmanager
-def file_rows(db: Database, rows: int | None) -> Iterator[None]:
-    """Writes in files of at most `rows` rows (or the session's smaller limit; none: the session's
-    own setting), the session's setting restored after."""
-    if not rows:
-        yield
-        return
-    before = session_setting(db, layout.MAX_RECORDS_CONF).strip()
-    limit = min(rows, int(before)) if before.isdigit() and int(before) > 0 else rows
-    db.execute(f"SET {layout.MAX_RECORDS_CONF}={limit}")
+def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Iterator[None]:
+    """Runs the block under `settings`, each from the session's own value, and restores the
+    session's values after (unsets the ones it had not set)."""
+    before = {s.key: session_setting(db, s.key).strip() for s in settings}
+    for s in settings:
+        db.execute(f"SET {s.key}={s.value(before[s.key])}")
     try:
         yield
     finally:
-        db.execute(
-            f"SET {layout.MAX_RECORDS_CONF}={before}" if before.isdigit() else f"RESET {layout.MAX_RECORDS_CONF}"
-        )
+        for key, value in before.items():
+            db.execute(f"SET {key}={value}" if value not in ("", "<undefined>") else f"RESET {key}")
 
 
 @contextmanager
@@ -550,11 +546,11 @@ class Maintainer:
             PROP_STATE: plan.hidden_names,
         }
         view = self.rules.user_view(plan, self.backing, self._describe)
-        rows = layout.clustered(self.rules.build_select(plan, pinned), self.cluster_by)
-        create = render.create_backing(self.backing, rows, props)
+        types = layout.stored_types(plan, self.output_types)
+        rows = layout.clustered(self.rules.build_select(plan, pinned), self.cluster_by, types)
+        create = render.create_backing(self.backing, rows.select, props)
         self.before_commit()
-        per_file = layout.FILE_ROWS if self.cluster_by else None
-        with commit_metadata(self.db, mark, self.backing), file_rows(self.db, per_file):
+        with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
             self._write(render.sql(create))
         self._verify(mark)
         found = self.catalog.get(self.view.key)  # as `inspect` saw it

@@ -48,6 +48,7 @@ class View:
     sql: str  # with {db} for the database
     unique_key: tuple[str, ...] = ()
     aggregated: bool = False
+    cluster_by: tuple[str, ...] = ()  # its builds sort and group the rows (`layout.clustered`)
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,7 @@ class Harness:
             TableName(self.database, v.name),
             v.sql.format(db=f"`{self.database}`"),
             unique_key=v.unique_key or None,
+            cluster_by=v.cluster_by or None,
             refresh_policy="incremental",  # `auto` would rebuild views this small: the refresh is under test
         )
         outcome = m.materialize()
@@ -449,7 +451,7 @@ SINGLE = Family(
     "single",
     (T,),
     (
-        View("s_filter", "SELECT k, v, x * 2 AS x2 FROM {db}.t WHERE v IS NOT NULL OR k > 1"),
+        View("s_filter", "SELECT k, v, x * 2 AS x2 FROM {db}.t WHERE v IS NOT NULL OR k > 1", cluster_by=("k",)),
         View("s_computed", "SELECT k, coalesce(v, 'none') AS v2, x + k AS s, upper(v) AS u FROM {db}.t WHERE x > 0.7"),
         View("s_star", "SELECT * FROM {db}.t"),
         View("s_project", "SELECT k FROM {db}.t WHERE k IS NULL OR v = 'a'"),
@@ -465,7 +467,7 @@ JOINS = Family(
     "joins",
     (A, B, C, D, E),
     (
-        View("j_two", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),
+        View("j_two", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k", cluster_by=("v", "k")),
         View("j_three", "SELECT a.v, b.w, c.z FROM {db}.a a JOIN {db}.b b ON a.k = b.k JOIN {db}.c c ON b.j = c.j"),
         View(
             "j_five",
@@ -569,7 +571,7 @@ OUTER = Family(
     "outer",
     (OR, OS, OT, OU, ON),
     (
-        View("o_left", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k"),
+        View("o_left", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k", cluster_by=("w",)),
         View("o_right", "SELECT r.v, s.k, s.w FROM {db}.r r RIGHT JOIN {db}.s s ON r.k = s.k AND r.j < s.j"),
         View("o_full", "SELECT r.k AS rk, s.k AS sk, r.v, s.w FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k"),
         View(

@@ -186,7 +186,9 @@ def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spa
     view().materialize()
     assert spark.sql(f"DESCRIBE DETAIL {DB}.ev__ivm").collect()[0]["numFiles"] >= 10
     assert "storage: sorted by (at) at its last build" in explain_view(spark_db, TableName(DB, "ev"))
-    assert spark.conf.get(layout.MAX_RECORDS_CONF) == "0"  # the session's own setting is back
+    assert spark.conf.get(layout.MAX_RECORDS_CONF) == "0"  # the session's own settings are back
+    assert spark.conf.get(layout.SORT_AGGREGATE_CONF) == "false"
+    assert spark.conf.get(layout.EXCLUDED_RULES_CONF, None) is None
     # id 5: a NULL timestamp; id 2999: the newest row, past its file's maximum in milliseconds
     spark.sql(f"update {DB}.e set v = v + 1 where id >= 2990 or id = 5")
     spark.sql(f"delete from {DB}.e where id = 2995")
@@ -207,6 +209,34 @@ def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spa
     assert any("the layout changes at the next build (--full-refresh)" in line for line in logged), logged
     with pytest.raises(ConfigError, match="cluster_by 'amount' is not a column of the model"):
         view("amount").materialize()
+
+
+def test_a_sorted_build_groups_zeros_and_nans_as_one_key(spark, spark_db, sources):
+    """A clustered build groups its rows sorted (`layout.SORTED_GROUPING`), and a sort aggregate
+    tells keys apart by their bytes, where Spark sorts 0.0 and -0.0 (and every NaN) as equal: a
+    FLOAT or DOUBLE key is normalized first, so the storage keeps one row per key, as the hash
+    aggregate would, and a refresh's MERGE matches each stored row once."""
+    spark.sql(f"create table {DB}.fz (id int, x double, f float) {CDF}")
+    zero, nan = "cast('-0.0' as double)", "cast('NaN' as double)"
+    rows = [f"(1, {x}, {f})" for x in ("0.0D", zero, f"-{nan}", nan) for f in ("cast(0 as float)", "-cast(0 as float)")]
+    spark.sql(f"insert into {DB}.fz values {', '.join(rows * 2)}, (2, 1.5D, cast(2.5 as float))")
+    sql = f"select id, x, f from {DB}.fz"
+    m = Maintainer(spark_db, TableName(DB, "fv"), sql, refresh_policy="incremental", cluster_by="id")
+    m.materialize()
+    build = next(s for s in m.statements if s.startswith("CREATE OR REPLACE TABLE"))
+    assert "ISNAN(`x`)" in build and "SORT BY `id`, `x`, `f`, `__ivm_rid_0`)" in build
+    key = "id, x, f, __ivm_rid_0"
+    stored = spark.sql(f"select {key}, count(*) as n from {DB}.fv__ivm group by {key} having n > 1").collect()
+    assert stored == []  # one stored row per key
+    assert spark.sql(f"select count(*) from {DB}.fv__ivm").collect()[0][0] == 3  # (1, 0, 0), (1, NaN, 0), (2, ...)
+    assert_consistent(spark, spark_db, "fv")
+    spark.sql(f"delete from {DB}.fz where x = {zero} and f = 0")  # SQL equality: every signed zero
+    spark.sql(f"update {DB}.fz set f = 7 where isnan(x) and id = 1")
+    assert Maintainer(spark_db, TableName(DB, "fv"), sql, refresh_policy="incremental").materialize().action == (
+        "refreshed"
+    )
+    assert_consistent(spark, spark_db, "fv")
+    assert spark.sql(f"select sum(__ivm_count) from {DB}.fv__ivm").collect()[0][0] == 9
 
 
 def test_a_change_in_far_apart_keys_reads_only_the_other_sources_files_of_those_keys(spark, spark_db, sources):

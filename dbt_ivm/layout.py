@@ -40,8 +40,8 @@ SORT_AGGREGATE_CONF = "spark.sql.execution.replaceHashWithSortAgg"
 
 @dataclass(frozen=True)
 class Setting:
-    """A session setting a build's write runs under: its value from the session's own ('' or
-    `<undefined>` when the session has none)."""
+    """A session setting a build's write runs under: its value from the session's own ('' when
+    the session has none)."""
 
     key: str
     value: Callable[[str], str]
@@ -53,7 +53,7 @@ def _file_rows(before: str) -> str:
 
 
 def _keeping_sorts(before: str) -> str:
-    rules = [r.strip() for r in before.split(",") if r.strip() and r.strip() != "<undefined>"]
+    rules = [r.strip() for r in before.split(",") if r.strip()]
     return ",".join(rules if KEEP_SORTS in rules else [*rules, KEEP_SORTS])
 
 
@@ -64,6 +64,7 @@ SORTED_GROUPING = (Setting(EXCLUDED_RULES_CONF, _keeping_sorts), Setting(SORT_AG
 # key, 0.0 and -0.0 sort as equal, interleave, and come out as several stored rows of one key
 # (measured), which a refresh's MERGE would then match together; so a FLOAT or DOUBLE key is
 # normalized first (`_normal`). Collated strings and complex types keep the hash aggregate.
+FLOATING = ("float", "double")
 BYTE_EQUAL = re.compile(
     r"tinyint|smallint|int|bigint|decimal\(\d+,\s*\d+\)|string|(var)?char\(\d+\)"
     r"|date|timestamp|timestamp_ntz|boolean|binary"
@@ -135,8 +136,8 @@ def _sorted_by_key(ranged: exp.Select, keys: Sequence[str], types: Mapping[str, 
     values can differ in bytes otherwise (`BYTE_EQUAL`), or the derived table's columns are not
     named."""
     key_types = {k: types.get(k, "").strip().lower() for k in keys}
-    floating = {k: t for k, t in key_types.items() if t in ("float", "double")}
-    if not all(t in floating.values() or BYTE_EQUAL.fullmatch(t) for t in key_types.values()):
+    floating = {k: t for k, t in key_types.items() if t in FLOATING}
+    if not all(t in FLOATING or BYTE_EQUAL.fullmatch(t) for t in key_types.values()):
         return None
     if floating:
         names = ranged.args["from_"].this.this.named_selects

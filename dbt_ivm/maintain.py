@@ -362,15 +362,15 @@ def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
 @contextmanager
 def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Iterator[None]:
     """Runs the block under `settings`, each from the session's own value, and restores the
-    session's values after (unsets the ones it had not set)."""
-    before = {s.key: session_setting(db, s.key).strip() for s in settings}
+    session's values after (unsets the ones it had not set: Spark reads them as `<undefined>`)."""
+    before = {s.key: session_setting(db, s.key).strip().replace("<undefined>", "") for s in settings}
     for s in settings:
         db.execute(f"SET {s.key}={s.value(before[s.key])}")
     try:
         yield
     finally:
         for key, value in before.items():
-            db.execute(f"SET {key}={value}" if value not in ("", "<undefined>") else f"RESET {key}")
+            db.execute(f"SET {key}={value}" if value else f"RESET {key}")
 
 
 @contextmanager

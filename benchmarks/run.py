@@ -526,6 +526,12 @@ def _rows(n: int) -> str:
     return f"{n / 1e3:.1f}k" if n < 1e6 else f"{n / 1e6:.1f}M"
 
 
+def plotted(cases: list[Case], path: str) -> str:
+    """The run's log line about its plot: where it is, or why there is none."""
+    png = plot(cases, path)
+    return f", plot: {png}" if png else '; no plot: matplotlib is not installed (pip install -e ".[bench]")'
+
+
 def plot(cases: list[Case], path: str) -> str | None:
     """Refresh and rebuild time vs change fraction, one panel per view class, log scales."""
     try:
@@ -591,10 +597,7 @@ def main() -> None:
         cases = read_csv(args.report)
         with open(args.report.replace(".csv", ".md"), "w") as f:
             f.write(report(cases, args.report))
-        print(
-            f"report: {args.report.replace('.csv', '.md')}"
-            + (f", plot: {png}" if (png := plot(cases, args.report)) else "")
-        )
+        print(f"report: {args.report.replace('.csv', '.md')}" + plotted(cases, args.report))
         return
     pairs = [(view, kind) for view in args.views for kind in args.kinds]
     if args.quick:
@@ -604,7 +607,7 @@ def main() -> None:
     cases, path = run(spark, args.sizes, args.fractions, pairs, args.repeats, args.label, scaled=tuple(args.scaled))
     with open(path.replace(".csv", ".md"), "w") as f:
         f.write(report(cases, path))
-    print(f"results: {path} (and .md)" + (f", plot: {png}" if (png := plot(cases, path)) else ""))
+    print(f"results: {path} (and .md)" + plotted(cases, path))
 
 
 if __name__ == "__main__":

@@ -293,7 +293,10 @@ def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
 
 
 def session_setting(db: Database, key: str) -> str:
-    """The session's value of one setting ('' when the session has none)."""
+    """The session's value of one setting, as `SET key` answers it: Spark's `<undefined>` for a
+    key the session has no value of ('' when the answer has no row). `session_settings` records
+    it as it is (a watermark compares it across refreshes); `session_overrides` reads
+    `<undefined>` as unset."""
     found = db.query(f"SET {key}")
     return str(found[0].get("value")) if found else ""
 

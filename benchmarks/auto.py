@@ -16,11 +16,15 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 
 from benchmarks.run import Case, read_csv
 from dbt_ivm.policy import Costs, Inputs, choose
 
+# The runs of the current code that `policy.COSTS` is fitted to (`benchmarks.fit`), in
+# benchmarks/results/; tests/unit/test_policy.py replays them.
+FITTED_RUNS = ("20261126-1m-10m", "20261126-1m-grid", "20261126-10m-sorted", "20261126-100m-filter-sorted")
 # the views' sources (benchmarks.run.VIEWS); every change batch inserts orders and changes lineitem
 SOURCES = {"join": 3, "aggregate": 3, "outer": 2, "filter": 1, "global": 1}
 TOTALS = re.compile(r"\((\d+) change rows, (\d+) source rows, (\d+) view rows")
@@ -71,16 +75,24 @@ def recorded(case: Case) -> Inputs | None:
     return inputs
 
 
-def replay(paths: list[str], costs: Costs | None = None) -> list[tuple[Case, bool, float]]:
-    """(case, whether auto rebuilds it now, its path's time against the faster path)."""
+def measured(paths: Sequence[str]) -> list[tuple[Case, Inputs]]:
+    """The cases that raced a refresh against a rebuild, with the inputs `auto` chose from."""
     out = []
     for path in paths:
         for case in read_csv(path):
             inputs = recorded(case) if case.rebuild_s and case.refresh_s else None
             if inputs is not None:
-                rebuild = choose(inputs, costs).rebuild
-                chosen = case.rebuild_s if rebuild else case.refresh_s
-                out.append((case, rebuild, chosen / min(case.refresh_s, case.rebuild_s)))
+                out.append((case, inputs))
+    return out
+
+
+def replay(paths: Sequence[str], costs: Costs | None = None) -> list[tuple[Case, bool, float]]:
+    """(case, whether auto rebuilds it now, its path's time against the faster path)."""
+    out = []
+    for case, inputs in measured(paths):
+        rebuild = choose(inputs, costs).rebuild
+        chosen = case.rebuild_s if rebuild else case.refresh_s
+        out.append((case, rebuild, chosen / min(case.refresh_s, case.rebuild_s)))
     return out
 
 

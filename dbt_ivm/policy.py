@@ -64,13 +64,13 @@ class Costs:
     `auto` rebuilds only when the estimated rebuild is cheaper by more than `tie`.
     """
 
-    # Fitted on 2026-11-26 to the 96 cases of the current code's runs (benchmarks/results/
-    # 20261126-1m-10m, -1m-grid, -10m-sorted, -100m-filter-sorted; docs/ARCHITECTURE.md, "auto
-    # refitted to the sorted build"): a linear program over the constants, which makes every case
-    # whose two paths differ by more than 1.1x choose the faster one with its estimates at least
-    # 3 % off the tie line (one case cannot, see tests/unit/test_policy.py), charges a change row
-    # at least what a source row costs a join's rebuild (so a change of most of the data
-    # rebuilds), and minimises the estimates' relative error; to three digits.
+    # Fitted on 2026-11-26 to the 96 cases of the current code's runs (`benchmarks.auto.FITTED_RUNS`)
+    # by `python -m benchmarks.fit` (docs/ARCHITECTURE.md, "auto refitted to the sorted build"): a
+    # linear program that makes every case whose two paths differ by more than 1.1x choose the
+    # faster one with its estimates at least 3 % off the tie line (one case cannot, see
+    # tests/unit/test_policy.py), charges a change row at least what a source row costs a join's
+    # rebuild (so a change of most of the data rebuilds), and minimises the estimates' relative
+    # error; to three digits.
     # `recompute` is an earlier fit's: no case of these runs has a MIN or MAX that does not
     # count its extreme's rows.
     fixed: float = 1.77

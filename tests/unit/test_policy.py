@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.auto import replay
+from benchmarks.auto import FITTED_RUNS, replay
 from dbt_ivm.errors import ConfigError
 from dbt_ivm.history import changed_rows, rows_after
 from dbt_ivm.policy import COSTS, Costs, Inputs, RefreshPolicy, choose, parse_policy
@@ -170,8 +170,7 @@ def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target(
     1.76 s against a 2.56 s rebuild: its updates changed no column the view reads and its deletes
     found no rows, which the commits' metrics do not say (docs/ARCHITECTURE.md, "auto refitted to
     the sorted build")."""
-    runs = ("1m-10m", "1m-grid", "10m-sorted", "100m-filter-sorted")
-    results = replay([str(ROOT / f"benchmarks/results/20261126-{run}.csv") for run in runs])
+    results = replay([str(ROOT / "benchmarks" / "results" / f"{run}.csv") for run in FITTED_RUNS])
     assert len(results) == 96
     over = [(c.n, c.view, c.kind, c.fraction, round(ratio, 2)) for c, _, ratio in results if ratio > 1.1]
     assert over == [(1_000_000, "filter", "mixed scattered", 0.01, 1.18)]

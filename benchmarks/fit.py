@@ -26,7 +26,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from benchmarks.auto import measured
+from benchmarks.auto import against_faster, measured
 from benchmarks.run import Case
 from dbt_ivm.policy import COSTS, Costs, Inputs, choose
 
@@ -89,20 +89,21 @@ def fit(
             out[i] = value
         return out
 
-    for j, (case, inputs) in enumerate(cases):
-        refresh, rebuild = (np.array(f) for f in features(inputs))
+    coefficients = [tuple(np.array(f) for f in features(inputs)) for _, inputs in cases]
+    for j, (case, _) in enumerate(cases):
+        refresh, rebuild = coefficients[j]
         for sign in (1.0, -1.0):  # |estimate / measured - 1| <= error
             rows.append(row(sign * refresh / case.refresh_s, {k + j: -1.0}))
             bounds.append(sign)
             rows.append(row(sign * rebuild / case.rebuild_s, {k + n + j: -1.0}))
             bounds.append(sign)
     for q, (j, want) in enumerate(chosen):
-        refresh, rebuild = (np.array(f) for f in features(cases[j][1]))
+        refresh, rebuild = coefficients[j]
         if want > 0:  # refresh >= (1 + margin) * tie * rebuild
-            coefficients = (1 + margin) * base.tie * rebuild - refresh
+            constraint = (1 + margin) * base.tie * rebuild - refresh
         else:  # (1 + margin) * refresh <= tie * rebuild
-            coefficients = (1 + margin) * refresh - base.tie * rebuild
-        rows.append(row(coefficients, {k + 2 * n + q: -1.0}))
+            constraint = (1 + margin) * refresh - base.tie * rebuild
+        rows.append(row(constraint, {k + 2 * n + q: -1.0}))
         bounds.append(0.0)
     floor = np.zeros(k)  # scan + join + write - change <= 0
     for name, sign in (("change", -1.0), ("scan", 1.0), ("join", 1.0), ("write", 1.0)):
@@ -117,8 +118,7 @@ def fit(
 
 def ratio(case: Case, inputs: Inputs, costs: Costs) -> float:
     """The time of the path `costs` choose, against the faster path as measured."""
-    chosen = case.rebuild_s if choose(inputs, costs).rebuild else case.refresh_s
-    return chosen / min(case.refresh_s, case.rebuild_s)
+    return against_faster(case, choose(inputs, costs).rebuild)
 
 
 def errors(cases: Sequence[tuple[Case, Inputs]], costs: Costs) -> tuple[float, float]:

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from benchmarks.auto import FITTED_RUNS, measured
 from benchmarks.fit import FITTED, errors, faster, features, fit, ratio
 from dbt_ivm.policy import COSTS, Inputs
 
-ROOT = Path(__file__).parents[2]
-RUNS = [str(ROOT / "benchmarks" / "results" / f"{run}.csv") for run in FITTED_RUNS]
-
 
 def test_each_estimate_is_linear_in_the_fitted_constants():
     """What the linear program relies on: coefficients times constants are the estimates."""
     constants = [getattr(COSTS, name) for name in FITTED]
-    for _, inputs in measured(RUNS):
+    for _, inputs in measured(FITTED_RUNS):
         refresh, rebuild = features(inputs)
         assert abs(sum(a * b for a, b in zip(refresh, constants, strict=True)) - COSTS.refresh(inputs)) < 1e-9
         assert abs(sum(a * b for a, b in zip(rebuild, constants, strict=True)) - COSTS.rebuild(inputs)) < 1e-9
@@ -26,7 +22,7 @@ def test_policy_takes_the_fit_of_the_current_codes_runs():
     """Refitting the runs `COSTS` came from gives its choices and its errors: a hand edit of the
     constants, or a run added without refitting, shows here (docs/ARCHITECTURE.md, "auto
     refitted to the sorted build")."""
-    cases = measured(RUNS)
+    cases = measured(FITTED_RUNS)
     fitted = fit(cases)
     assert [ratio(c, i, fitted) for c, i in cases] == [ratio(c, i, COSTS) for c, i in cases]
     for now, refit in zip(errors(cases, COSTS), errors(cases, fitted), strict=True):
@@ -39,7 +35,7 @@ def test_policy_takes_the_fit_of_the_current_codes_runs():
 
 def test_a_change_of_most_of_the_data_rebuilds_though_no_run_has_one():
     """The floor on a change row's cost: the runs change at most a tenth of the data."""
-    fitted = fit(measured(RUNS))
+    fitted = fit(measured(FITTED_RUNS))
     assert fitted.change >= fitted.scan + fitted.join + fitted.write
     most = Inputs({"db.f": 12_000_000}, {"db.f": 0}, False, 10_000_000, 10_000_000)
     assert fitted.rebuild(most) * fitted.tie < fitted.refresh(most)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,6 @@ from dbt_ivm.errors import ConfigError
 from dbt_ivm.history import changed_rows, rows_after
 from dbt_ivm.policy import COSTS, Costs, Inputs, RefreshPolicy, choose, parse_policy
 from tests.unit.test_history import commit
-
-ROOT = Path(__file__).parents[2]
 
 
 def test_the_policy_config_takes_three_values_and_names_them_when_wrong():
@@ -170,7 +167,7 @@ def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target(
     1.76 s against a 2.56 s rebuild: its updates changed no column the view reads and its deletes
     found no rows, which the commits' metrics do not say (docs/ARCHITECTURE.md, "auto refitted to
     the sorted build")."""
-    results = replay([str(ROOT / "benchmarks" / "results" / f"{run}.csv") for run in FITTED_RUNS])
+    results = replay(FITTED_RUNS)
     assert len(results) == 96
     over = [(c.n, c.view, c.kind, c.fraction, round(ratio, 2)) for c, _, ratio in results if ratio > 1.1]
     assert over == [(1_000_000, "filter", "mixed scattered", 0.01, 1.18)]

@@ -238,10 +238,12 @@ def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
     """A change batch of `fraction` of the fact; returns the change rows its commits report.
 
     New lines go to new orders (and their orders row, for the joins to match). Updates and
-    deletes hit every step-th of the original lines (line id = 4 * l_orderkey + l_linenumber,
-    0..n-1): of all of them (scattered), or of the newest 1 % (local; wider when the batch needs
-    it). Each batch takes its own residues, so a delete finds rows until the residues run out
-    (then the commits' metrics, which this returns, show fewer).
+    deletes hit as many of the original lines that still exist (line id = 4 * l_orderkey +
+    l_linenumber, 0..n-1), about a third of the batch each: of all of them (scattered), or of the
+    newest ones (local): the newest 1 %, or as many of the newest as hold four times the batch's
+    rows (earlier batches' deletes thin them out). A hash of the line and the batch picks them,
+    each batch its own lines, disjoint for its update and its delete: a delete finds the rows the
+    kind names however many batches ran before it.
     """
     k = max(1, int(n * fraction / (1 if kind == "insert-only" else 3)))
     base = n * (batch + 1)  # order keys above every existing one
@@ -254,16 +256,32 @@ def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
         f"FROM range({k})"
     )
     if kind != "insert-only":
-        first = 0 if kind == "mixed scattered" else max(0, n - max(n // 100, 4 * k))
-        step = max(2, (n - first) // k)
-        line = "(4 * l_orderkey + l_linenumber)"
-        where = f"{line} >= {first} AND {line} < {n} AND {line} % {step} = "
-        spark.sql(f"UPDATE {DB}.lineitem SET l_quantity = l_quantity + 1 WHERE {where}{(2 * batch) % step}")
-        spark.sql(f"DELETE FROM {DB}.lineitem WHERE {where}{(2 * batch + 1) % step}")
+        first, existing = changed_window(spark, n, k, kind == "mixed local")
+        # each line a bucket of `existing`, at random: k buckets updated, k others deleted
+        where = f"{LINE} >= {first} AND {LINE} < {n} AND pmod(xxhash64({LINE}, {batch}), {max(existing, 2 * k)})"
+        spark.sql(f"UPDATE {DB}.lineitem SET l_quantity = l_quantity + 1 WHERE {where} < {k}")
+        spark.sql(f"DELETE FROM {DB}.lineitem WHERE {where} BETWEEN {k} AND {2 * k - 1}")
     commits = 1 if kind == "insert-only" else 3  # of lineitem
     history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {DB}.lineitem LIMIT {commits}").collect()]
     version = int(history[0]["version"])
     return changed_rows(history, version - commits + 1, version) or 0
+
+
+LINE = "(4 * l_orderkey + l_linenumber)"  # an original line's id, 0..n-1
+
+
+def changed_window(spark: Any, n: int, k: int, local: bool) -> tuple[int, int]:
+    """The first line id an update or delete may hit, and how many original lines from it on
+    still exist: every line (scattered), or the newest 1 %, widened until it holds 4k lines."""
+    width = max(n // 100, 4 * k) if local else n
+    while True:
+        first = max(0, n - width)
+        existing = int(
+            spark.sql(f"SELECT count(*) FROM {DB}.lineitem WHERE {LINE} >= {first} AND {LINE} < {n}").first()[0]
+        )
+        if not local or existing >= 4 * k or first == 0:
+            return first, existing
+        width *= 2
 
 
 @contextmanager

@@ -36,3 +36,17 @@ def test_the_quick_benchmark_checks_every_case_and_writes_its_results(spark, tmp
     assert table.count("\n| 2,000 | ") == len(cases) and "cores" in table and "rows read" in table
     idle = [c for c in cases if c.kind == "no change"]
     assert len(idle) == len(bench.VIEWS) and {c.path for c in idle} == {"no changes"}, lines
+
+
+def test_every_mixed_batch_updates_and_deletes_the_rows_its_kind_names(spark):
+    """However many batches ran before, a mixed batch of k rows inserts, updates (two change rows
+    each) and deletes about k each: 4k change rows of lineitem. Local batches thin out the newest
+    lines until the window widens."""
+    n, fraction = 2000, 0.1
+    k = int(n * fraction / 3)
+    bench.setup(spark, n)
+    rows = [
+        bench.change(spark, n, kind, fraction, batch)
+        for batch, kind in enumerate(["mixed local"] * 5 + ["mixed scattered"])
+    ]
+    assert all(abs(r - 4 * k) <= 0.15 * 4 * k for r in rows), (4 * k, rows)

@@ -27,7 +27,7 @@ from dbt_ivm.policy import Costs, Inputs, choose
 # tests/unit/test_policy.py replays them.
 FITTED_RUNS = tuple(
     os.path.join(RESULTS, f"{run}.csv")
-    for run in ("20261126-1m-10m", "20261126-1m-grid", "20261126-10m-sorted", "20261126-100m-filter-sorted")
+    for run in ("20261126-1m-10m", "20261126-1m-grid-2", "20261126-10m-sorted", "20261126-100m-filter-sorted")
 )
 # the views' sources (benchmarks.run.VIEWS); every change batch inserts orders and changes lineitem
 SOURCES = {"join": 3, "aggregate": 3, "outer": 2, "filter": 1, "global": 1}

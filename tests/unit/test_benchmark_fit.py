@@ -26,11 +26,9 @@ def test_policy_takes_the_fit_of_the_current_codes_runs():
     fitted = fit(cases)
     assert [ratio(c, i, fitted) for c, i in cases] == [ratio(c, i, COSTS) for c, i in cases]
     for now, refit in zip(errors(cases, COSTS), errors(cases, fitted), strict=True):
-        assert abs(now - refit) < 0.005 and refit < 0.12
-    # every case whose paths differ by more than 1.1x is chosen right, but the one its inputs
-    # cannot tell from another (tests/unit/test_policy.py)
-    wrong = [(c.view, c.kind, c.fraction) for c, i in cases if faster(c) and ratio(c, i, fitted) > 1.1]
-    assert wrong == [("filter", "mixed scattered", 0.01)]
+        assert abs(now - refit) < 0.005 and refit < 0.15
+    # every case whose paths differ by more than 1.1x is chosen right
+    assert not [(c.view, c.kind, c.fraction) for c, i in cases if faster(c) and ratio(c, i, fitted) > 1.1]
 
 
 def test_a_change_of_most_of_the_data_rebuilds_though_no_run_has_one():

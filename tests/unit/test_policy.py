@@ -92,7 +92,9 @@ def test_deletes_and_an_outer_joins_merge_cost_more_than_appends():
     appends = _benchmark_view(1_000_000, 1_000, sources=outer, view_rows=1_000_000, compensates=True)
     appends = dataclasses.replace(appends, appends_only=True)
     mixed = _benchmark_view(1_000_000, 1_000, sources=outer, view_rows=1_000_000, compensates=True, removes=True)
-    assert COSTS.refresh(mixed) - COSTS.refresh(appends) > COSTS.removal + COSTS.compensate_fixed
+    # the mixed change pays the removal and the compensation; the append, the probe of the view
+    probe = COSTS.probe * appends.view_rows
+    assert COSTS.refresh(mixed) - COSTS.refresh(appends) >= COSTS.removal + COSTS.compensate_fixed - probe > 0
     # measured at 1M (the LEFT JOIN's own run): inserts 5.6-6.9 s, mixed 7.3-14.8 s
     assert COSTS.refresh(appends) < 7.0 < COSTS.refresh(mixed)
 
@@ -158,16 +160,9 @@ def test_the_plan_says_which_costs_a_view_pays():
 def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target():
     """`benchmarks.auto` over the current code's runs that `COSTS` was fitted to (2026-11-26): the
     choice of each of the 96 measured cases, now, against the faster path as measured. Any change
-    of `COSTS` must keep this.
-
-    One case stays over 1.1x, and no constants of this model can take it under without putting
-    another over: the filter's 1 % scattered change at 1M (refresh 3.30 s, rebuild 2.79 s) reads,
-    before any change row is read, as the 1 % local change of the same run (12,882 and 9,899
-    change rows of a 2.4M-row source, both updating and deleting), which took the INSERT path in
-    1.76 s against a 2.56 s rebuild: its updates changed no column the view reads and its deletes
-    found no rows, which the commits' metrics do not say (docs/ARCHITECTURE.md, "auto refitted to
-    the sorted build")."""
+    of `COSTS` must keep every one within 1.1x (docs/ARCHITECTURE.md, "auto refitted to the
+    sorted build")."""
     results = replay(FITTED_RUNS)
     assert len(results) == 96
     over = [(c.n, c.view, c.kind, c.fraction, round(ratio, 2)) for c, _, ratio in results if ratio > 1.1]
-    assert over == [(1_000_000, "filter", "mixed scattered", 0.01, 1.18)]
+    assert over == []

@@ -237,13 +237,13 @@ def setup(spark: Any, n: int) -> None:
 def change(spark: Any, n: int, kind: str, fraction: float, batch: int) -> int:
     """A change batch of `fraction` of the fact; returns the change rows its commits report.
 
-    New lines go to new orders (and their orders row, for the joins to match). Updates and
-    deletes hit as many of the original lines that still exist (line id = 4 * l_orderkey +
-    l_linenumber, 0..n-1), about a third of the batch each: of all of them (scattered), or of the
-    newest ones (local): the newest 1 %, or as many of the newest as hold four times the batch's
-    rows (earlier batches' deletes thin them out). A hash of the line and the batch picks them,
-    each batch its own lines, disjoint for its update and its delete: a delete finds the rows the
-    kind names however many batches ran before it.
+    New lines go to new orders (and their orders row, for the joins to match). The update and
+    the delete each hit about a third of the batch, among the original lines that still exist
+    (line id = 4 * l_orderkey + l_linenumber, 0..n-1): all of them (scattered), or the newest
+    (local): the newest 1 %, widened while it holds fewer than four times the batch's rows
+    (earlier batches' deletes thin it out). A hash of the line and the batch picks them, each
+    batch its own, disjoint for its update and its delete, so a delete finds the rows the kind
+    names however many batches ran before it (until the original lines run out).
     """
     k = max(1, int(n * fraction / (1 if kind == "insert-only" else 3)))
     base = n * (batch + 1)  # order keys above every existing one

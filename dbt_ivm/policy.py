@@ -65,7 +65,8 @@ class Costs:
     """
 
     # Fitted on 2026-11-26 to the 96 cases of the current code's runs (`benchmarks.auto.FITTED_RUNS`)
-    # by `python -m benchmarks.fit` (docs/ARCHITECTURE.md, "auto refitted to the sorted build"): a
+    # by `python -m benchmarks.fit` (docs/ARCHITECTURE.md: the method in "auto refitted to the sorted
+    # build", these runs in "The benchmark's deletes fixed, and auto refitted again"): a
     # linear program that makes every case whose two paths differ by more than 1.1x choose the
     # faster one with its estimates at least 3 % off the tie line, charges a change row at least
     # what a source row costs a join's rebuild (so a change of most of the data rebuilds), and

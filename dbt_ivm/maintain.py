@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from dbt_ivm import layout, render
 from dbt_ivm.analyze import analyze, source_tables
-from dbt_ivm.classes import Refresh, ViewRules, Write, changes, rules_for
+from dbt_ivm.classes import NULL_KEY_FALLBACK, Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
 from dbt_ivm.history import appended_rows, changed_rows, metric, rows_after
 from dbt_ivm.ir import TableName, ViewPlan
@@ -601,7 +601,9 @@ class Maintainer:
         )
         appended = self._appended(plan, moved)
         if appended is not None:
-            return self._append(plan, old, pinned, ranges, new_mark, appended)
+            outcome = self._append(plan, old, pinned, ranges, new_mark, appended)
+            if outcome is not None:
+                return outcome
         self.log(f"fast_mv {self.view}: reading changes from {ranges}")
         uid = uuid.uuid4().hex[:12]
         stage = self.rules.stages_changes(plan)
@@ -829,12 +831,13 @@ class Maintainer:
         ranges: str,
         mark: Watermark,
         appended: int,
-    ) -> Outcome:
+    ) -> Outcome | None:
         """Only appends since the watermark: one INSERT of the view's new rows, read from the feeds.
 
         Nothing is staged or netted and the stored rows are not read: the view is monotone, so
         appended source rows only add view rows, and the declared key makes them new rows. The
-        INSERT checks the key over what it adds, and fails whole if it repeats.
+        INSERT checks the key over what it adds, and fails whole if it repeats. None, with nothing
+        written, where an added row's key is NULL: the general path refreshes instead.
         """
         self.log(f"fast_mv {self.view}: appending the new rows of {ranges} (only appends since the last refresh)")
         violation = self._key_violation()
@@ -848,6 +851,12 @@ class Maintainer:
             except Exception as e:  # the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
+                if NULL_KEY_FALLBACK in str(e):
+                    self.log(
+                        f"fast_mv {self.view}: an appended row's unique_key ({', '.join(self.unique_key)}) is NULL, "
+                        "which the key does not cover; nothing was appended, refreshing through the general path"
+                    )
+                    return None
                 self._raise_if_lost_history(e, ranges)
                 raise
             history = recent_history(self.db, self.backing, VIEW_HISTORY_ROWS)

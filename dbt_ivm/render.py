@@ -172,9 +172,13 @@ def pin_versions(model_sql: str, versions: Mapping[str, int]) -> str:
 MODEL_PLACEHOLDER = f"{HIDDEN_PREFIX}model_sql"
 
 
-# Floating-point columns of the consistency test match within this relative tolerance (absolute
-# below 1): a DOUBLE sum maintained by deltas adds in another order than a recompute.
+# Floating-point columns of the consistency test match within this tolerance, relative to the
+# larger of the two values: a DOUBLE sum maintained by deltas adds in another order than a
+# recompute, and may differ in its last digits. Relative however small the values: a sum of 3e-10
+# read as 3.49e-10 is 16 % off, not a last digit. The scale's floor, the smallest normal double,
+# only keeps the bound above 0 where both values are (subnormal or) zero.
 FLOAT_TOLERANCE = 1e-9
+FLOAT_FLOOR = 2.2250738585072014e-308
 FLOAT_TYPES = ("double", "float")
 
 
@@ -219,7 +223,8 @@ def _float_pairs(view: TableName, model: exp.Select, names: list[str], floats: l
         a, b = col(f, "v"), col(f, "m")
         infinity = exp.Cast(this=lit("Infinity"), to=exp.DataType.build("double"))
         finite = [exp.LT(this=func("abs", x.copy()), expression=infinity.copy()) for x in (a, b)]  # NaN is not
-        scale = func("greatest", func("abs", a.copy()), func("abs", b.copy()), lit(1))
+        floor = exp.Literal.number(repr(FLOAT_FLOOR))
+        scale = func("greatest", func("abs", a.copy()), func("abs", b.copy()), floor)
         within = exp.LTE(
             this=func("abs", exp.Sub(this=a.copy(), expression=b.copy())),
             expression=exp.Mul(this=exp.Literal.number(FLOAT_TOLERANCE), expression=scale),

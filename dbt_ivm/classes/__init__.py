@@ -21,6 +21,9 @@ from dbt_ivm.metadata import Highs
 
 Describe = Callable[[exp.Select], dict[str, str]]  # a query's column types (DESCRIBE QUERY)
 Stage = Callable[[exp.Select], str]  # caches a query for the refresh, returns the cached table's name
+# The append INSERT's error for an added row whose unique key is NULL (`joins.append_statement`):
+# the key does not vouch that such a row is new, nothing is written, the general path refreshes.
+NULL_KEY_FALLBACK = "fast_mv: an appended row has a NULL unique_key, so it may repeat a stored row:"
 
 
 @dataclass(frozen=True)

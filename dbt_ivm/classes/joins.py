@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
+from dbt_ivm.classes import NULL_KEY_FALLBACK, Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import Narrowing, copies, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, Source, TableName, ViewPlan
@@ -114,13 +114,22 @@ def _extremes(column: str, type_: str) -> tuple[exp.Expr, exp.Expr]:
     return _readable(exp.Min(this=col(column)), type_), _readable(exp.Max(this=col(column)), type_)
 
 
+def key_not_null(unique_key: Sequence[str]) -> exp.Expr:
+    """Whether a row's declared unique key is a value: none of its columns NULL. As dbt's `unique`
+    test, only such rows are held to the key: two rows whose key is NULL share no key value (a
+    LEFT JOIN's unmatched rows, padded with NULL), and the key says nothing about them either."""
+    return exp.and_(*[exp.not_(exp.Is(this=col(c), expression=exp.Null())) for c in unique_key])
+
+
 def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[str, str] | None = None) -> exp.Select:
-    """Size of the change set; with a unique key, also its distinct keys and largest delta; for
-    each of `columns` (name: type), its smallest and largest value and whether it holds a NULL
-    (`value_ranges`; a timestamp's in microseconds since the epoch, a timestamp_ntz's as text).
+    """Size of the change set; with a unique key, also its rows whose key is a value (`keyed`,
+    `key_not_null`), their distinct keys and their largest delta; for each of `columns` (name:
+    type), its smallest and largest value and whether it holds a NULL (`value_ranges`; a
+    timestamp's in microseconds since the epoch, a timestamp_ntz's as text).
 
     An append under a declared unique key is only trusted when the change set itself keeps the
-    key unique: one copy per key (`max_d` 1) and no key twice (`keys` = `n`).
+    key unique: one copy per key (`keyed_max_d` 1), no key twice (`keys` = `keyed`), and no row
+    whose key is NULL (`keyed` = `n`), which the key does not vouch is new.
     """
     d = col(DELTA_COLUMN)
     pos, neg = copies()
@@ -129,11 +138,15 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
         func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
         func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
         exp.Min(this=d.copy()).as_("min_d"),
-        exp.Max(this=d.copy()).as_("max_d"),
     ).from_(temp_table(name))
     if unique_key:
-        key = exp.Struct(expressions=[col(c) for c in unique_key])
-        select = select.select(exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"))
+        keyed = key_not_null(unique_key)
+        key = exp.If(this=keyed, true=exp.Struct(expressions=[col(c) for c in unique_key]), false=exp.Null())
+        select = select.select(
+            exp.Count(this=exp.If(this=keyed.copy(), true=lit(1), false=exp.Null())).as_("keyed"),
+            exp.Count(this=exp.Distinct(expressions=[key])).as_("keys"),
+            exp.Max(this=exp.If(this=keyed.copy(), true=d.copy(), false=exp.Null())).as_("keyed_max_d"),
+        )
     for i, (c, type_) in enumerate((columns or {}).items()):
         missing = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=col(c)))
         nulls = exp.GT(this=missing, expression=lit(0))
@@ -549,6 +562,8 @@ def append_statement(
     For a monotone view whose moved sources only appended rows: every net change adds copies.
     The declared unique key makes each row new to the stored rows too, and is checked here on the
     rows added (a key or a row twice fails the INSERT with `violation`: nothing is written). A
+    row whose key is NULL is held to no key (`key_not_null`), so nothing says it is new: it fails
+    the INSERT with `NULL_KEY_FALLBACK`, and the caller refreshes through the general path. A
     negative change would mean the history lied about the appends: it fails as well, never applied.
     """
     delta = delta_select(plan, old, new, broadcast=broadcast)
@@ -561,6 +576,7 @@ def append_statement(
                 this=exp.LT(this=d.copy(), expression=lit(1)),
                 true=raise_error(f"fast_mv {backing}: an appended source row removed a view row; nothing was written"),
             ),
+            exp.If(this=exp.not_(key_not_null(unique_key)), true=raise_error(f"{NULL_KEY_FALLBACK} {backing}")),
             exp.If(
                 this=exp.or_(exp.GT(this=d.copy(), expression=lit(1)), exp.GT(this=repeats, expression=lit(1))),
                 true=raise_error(violation),
@@ -670,9 +686,10 @@ class JoinRules:
         refresh.run(cache_as(name, delta))
         ranged = self.ranged_columns(plan, refresh.output_types)
         stats = refresh.query(sql(delta_stats(name, refresh.unique_key, ranged)))[0]
-        n, min_d, max_d = int(stats["n"]), int(stats["min_d"] or 0), int(stats["max_d"] or 0)
+        n, min_d = int(stats["n"]), int(stats["min_d"] or 0)
         inserted, deleted = int(stats["inserted"]), int(stats["deleted"])
-        if refresh.unique_key and n > 0 and min_d > 0 and (max_d > 1 or int(stats["keys"]) < n):
+        keyed = int(stats["keyed"]) if refresh.unique_key else 0
+        if keyed and min_d > 0 and (int(stats["keyed_max_d"]) > 1 or int(stats["keys"]) < keyed):
             raise StateError(refresh.key_violation)
         if n == 0:
             return Write("empty", empty_commit(refresh.backing), 0, 0, detail, highs=refresh.highs)
@@ -681,7 +698,7 @@ class JoinRules:
             highs = read_highs(refresh, tracked)  # once: the watermark carries them from now on
         raised = raised_highs(highs, tracked, stats)
         if min_d > 0 and (
-            refresh.unique_key
+            (refresh.unique_key and keyed == n)  # a NULL key makes no row new: probe for it
             or above_stored(highs, tracked, stats)
             or self.all_new(refresh, name, value_ranges(ranged, stats, "t"))
         ):

@@ -216,26 +216,24 @@ def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
     When a change's values of these columns are unique in the source before and after it, a
     preserved row matches at most one of its rows, so its padded row flips with the match: the
     unique-key algorithm (Oracle's), without reading the source for the compensation.
+
+    Only equalities of plain columns of one type count (`joins.key_equalities`): uniqueness is
+    judged on the stored values, and it is the values the join compares only where Spark casts
+    neither side. `a.id = p.code` with `code` a STRING compares `'1'` and `'01'` as the same
+    number: two rows with distinct stored codes both match account 1.
     """
+    from dbt_ivm.classes.joins import key_equalities
+
     out: dict[int, tuple[str, ...]] = {}
     for source in plan.sources:
         node = _outer_parent(plan.tree, source.index)
         if node is None:
             continue
-        conjuncts = node.on.flatten() if isinstance(node.on, exp.And) else [node.on]
         keys: list[str] = []
-        for conj in conjuncts:
-            conj = conj.unnest()
-            if not isinstance(conj, exp.EQ):
-                continue
-            for mine, theirs in ((conj.this, conj.expression), (conj.expression, conj.this)):
-                if (
-                    isinstance(mine, exp.Column)
-                    and mine.table == source.alias
-                    and not any(c.table == source.alias for c in theirs.find_all(exp.Column))
-                    and mine.name not in keys
-                ):
-                    keys.append(mine.name)
+        for (a, a_column), (b, b_column), _ in key_equalities(plan, node.on):
+            for (mine, column), other in (((a, a_column), b), ((b, b_column), a)):
+                if mine.index == source.index and other.index != source.index and column not in keys:
+                    keys.append(column)
         if keys:
             out[source.index] = tuple(keys)
     return out

@@ -36,6 +36,10 @@ def test_floats_match_within_the_tolerance_and_nan_and_infinities_only_themselve
     assert labels(multiset_diff([("g", NAN)], [("g", INF)], [1])) == ["differs beyond the float tolerance"]
     assert labels(multiset_diff([("g", INF)], [("g", -INF)], [1])) == ["differs beyond the float tolerance"]
     assert labels(multiset_diff([("g", 1e300)], [("g", INF)], [1])) == ["differs beyond the float tolerance"]
+    # relative however small: a sum of 3e-10 that drifted to 3.49e-10 is 16 % off
+    assert labels(multiset_diff([("g", 3.49e-10)], [("g", 3e-10)], [1])) == ["differs beyond the float tolerance"]
+    assert multiset_diff([("g", 1e-300)], [("g", 1e-300 * (1 + 1e-12))], [1]) == []
+    assert multiset_diff([("g", 0.0)], [("g", -0.0)], [1]) == []
 
 
 def test_floats_pair_in_order_within_rows_equal_on_the_other_columns():

@@ -127,7 +127,9 @@ def test_unique_key_names_output_columns():
     with pytest.raises(ConfigError, match="unique_key 'cust' is not a column of the model"):
         render.output_columns(plan, ["id", "cust"], "unique_key")
     stats = render.sql(joins.delta_stats("d", ("id",)))
-    assert "MAX(`__ivm_d`) AS max_d" in stats and "COUNT(DISTINCT STRUCT(`id`)) AS keys" in stats
+    # dbt's meaning of unique: only rows whose key is a value are held to it
+    assert "COUNT(DISTINCT IF(NOT `id` IS NULL, STRUCT(`id`), NULL)) AS keys" in stats, stats
+    assert "MAX(IF(NOT `id` IS NULL, `__ivm_d`, NULL)) AS keyed_max_d" in stats, stats
 
 
 def test_the_merge_narrows_the_stored_rows_to_the_change_sets_value_ranges():

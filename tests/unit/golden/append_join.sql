@@ -15,6 +15,12 @@ SELECT
     THEN CAST(RAISE_ERROR(
       'fast_mv db.v__ivm: an appended source row removed a view row; nothing was written'
     ) AS BIGINT)
+    WHEN NOT (
+      NOT `id` IS NULL AND NOT `name` IS NULL
+    )
+    THEN CAST(RAISE_ERROR(
+      'fast_mv: an appended row has a NULL unique_key, so it may repeat a stored row: db.v__ivm'
+    ) AS BIGINT)
     WHEN `__ivm_d` > 1 OR COUNT(*) OVER (PARTITION BY `id`, `name`) > 1
     THEN CAST(RAISE_ERROR('key repeats') AS BIGINT)
     ELSE 1

@@ -26,5 +26,14 @@ class StateError(IvmError):
     """The view's stored state or the sources' history does not allow a refresh."""
 
 
+class LostHistory(StateError):
+    """A source's change feed cannot be read for the versions a refresh needs (vacuumed, or change
+    data feed off for part of them): only a rebuild can bring the view up to date."""
+
+    def __init__(self, message: str, reason: str):
+        self.reason = reason  # what cannot be read, without the advice
+        super().__init__(message)
+
+
 class ConfigError(IvmError):
     """A model config the engine cannot use (e.g. a unique_key that is not a column of the model)."""

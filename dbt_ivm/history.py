@@ -14,6 +14,22 @@ from typing import Any
 
 # Commits that change no rows, so they add nothing to the change feed.
 NO_DATA_OPERATIONS = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
+# Commits that keep every row of a table as it was: they rewrite files (dataChange=false) or
+# change its metadata only. A schema change is not one (the rows' columns change), nor DROP
+# FEATURE (it may truncate the history), nor any operation not named here.
+KEEPS_ROWS = NO_DATA_OPERATIONS | frozenset(
+    {
+        "REORG",
+        "SET TBLPROPERTIES",
+        "UNSET TBLPROPERTIES",
+        "ADD CONSTRAINT",
+        "DROP CONSTRAINT",
+        "UPGRADE PROTOCOL",
+        "COMPUTE STATS",
+        "CLUSTER BY",
+        "EMPTY COMMIT",
+    }
+)
 
 
 def metric(row: Mapping[str, Any], name: str) -> int | None:
@@ -116,12 +132,108 @@ def _weighted(row: Mapping[str, Any], parts: Iterable[tuple[str, int]]) -> int |
 
 
 def _mode(row: Mapping[str, Any]) -> str:
-    """A WRITE's save mode (append, overwrite), from its parameters: a map, or text over thrift."""
+    """A WRITE's save mode (append, overwrite), from its parameters."""
+    return _parameter(row, "mode").lower()
+
+
+def _parameter(row: Mapping[str, Any], name: str) -> str:
+    """An operation parameter of a DESCRIBE HISTORY row ('' when absent or null): a map in a
+    Spark session, text over thrift."""
     params = row.get("operationParameters")
     if isinstance(params, Mapping):
-        return str(params.get("mode") or "").lower()
-    found = re.search(r'"?mode"?\s*(?:->|:|=)\s*"?(\w+)', str(params or ""))
-    return found.group(1).lower() if found else ""
+        value = params.get(name)
+        return "" if value is None else str(value).strip('"')
+    found = re.search(rf'"?{re.escape(name)}"?\s*(?:->|:|=)\s*"?([\w:.+ -]*\w)', str(params or ""))
+    return found.group(1) if found and found.group(1) not in ("null", "None") else ""
+
+
+def _overwrites_all(row: Mapping[str, Any]) -> bool:
+    """A WRITE that overwrote the whole table (no replaceWhere predicate)."""
+    params = row.get("operationParameters")
+    if isinstance(params, Mapping):
+        partial = params.get("predicate") is not None
+    else:
+        partial = re.search(r'"?predicate"?\s*(?:->|:|=)', str(params or "")) is not None
+    return _mode(row) == "overwrite" and not partial
+
+
+def _operation(row: Mapping[str, Any]) -> str:
+    return str(row.get("operation") or "").upper()
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    """'DELETE at v8', 'RESTORE to version 3 at v9': a commit as a log line names it."""
+    operation, version = _operation(row), int(row["version"])
+    if operation == "RESTORE":
+        target = _parameter(row, "version") or _parameter(row, "timestamp")
+        return f"RESTORE to {'version ' if _parameter(row, 'version') else ''}{target} at v{version}"
+    if operation == "WRITE":
+        return f"WRITE ({_mode(row) or 'unknown mode'}) at v{version}"
+    return f"{operation or 'an unnamed commit'} at v{version}"
+
+
+def commits_after(history: Iterable[Mapping[str, Any]], version: int) -> str:
+    """The commits of `history` after `version`, oldest first, named ('OPTIMIZE at v7, …')."""
+    rows = sorted((r for r in history if int(r["version"]) > version), key=lambda r: int(r["version"]))
+    return ", ".join(_describe(r) for r in rows)
+
+
+def changed_since(history: Iterable[Mapping[str, Any]], version: int, latest: int) -> str:
+    """The commits after `version` up to `latest` that may have left the table's rows other than
+    they were at `version`, named ('DELETE at v8, …'); '' when its rows at `latest` are those of
+    `version`.
+
+    A commit that keeps every row (`KEEPS_ROWS`) keeps them as they were; a RESTORE to a version
+    whose rows were those of `version` brings them back. Anything else may have changed them:
+    a write, a delete, an update, a merge, a schema change, a RESTORE to another version or by
+    timestamp, an operation not known here, a commit missing from `history`.
+    """
+    commits = {int(r["version"]): r for r in history if version < int(r["version"]) <= latest}
+    same = {version}  # versions whose rows are those of `version`
+    for v in range(version + 1, latest + 1):
+        row = commits.get(v)
+        if row is None:
+            continue
+        operation = _operation(row)
+        restored = _parameter(row, "version") if operation == "RESTORE" else ""
+        if (operation in KEEPS_ROWS and v - 1 in same) or (restored.isdigit() and int(restored) in same):
+            same.add(v)
+    if latest in same:
+        return ""
+    since = max(same)
+    named = [
+        _describe(commits[v]) if v in commits else f"v{v} (not in the history read)"
+        for v in range(since + 1, latest + 1)
+        if v not in commits or _operation(commits[v]) not in KEEPS_ROWS
+    ]
+    return ", ".join(named)
+
+
+# Operations that replace a table's rows wholesale: the change feed of such a commit holds every
+# row before it (deleted) and every row after it (inserted).
+_REPLACES_ROWS = frozenset(
+    {
+        "CREATE OR REPLACE TABLE AS SELECT",
+        "REPLACE TABLE AS SELECT",
+        "CREATE OR REPLACE TABLE",
+        "REPLACE TABLE",
+        "TRUNCATE",
+        "RESTORE",
+    }
+)
+
+
+def replaced(history: Iterable[Mapping[str, Any]], start: int, end: int) -> str:
+    """The commits of versions start..end that replaced the table's rows wholesale (a CREATE OR
+    REPLACE, a REPLACE, an overwrite of the whole table, a TRUNCATE, a RESTORE), named; '' when
+    none in `history` did."""
+    named = [
+        _describe(r)
+        for r in sorted(history, key=lambda r: int(r["version"]))
+        if start <= int(r["version"]) <= end
+        and (_operation(r) in _REPLACES_ROWS or (_operation(r) == "WRITE" and _overwrites_all(r)))
+    ]
+    return ", ".join(named)
 
 
 # Operations that replace the whole table: its rows after are their output rows.

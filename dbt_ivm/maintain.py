@@ -30,8 +30,16 @@ from sqlglot import exp
 from dbt_ivm import layout, render
 from dbt_ivm.analyze import analyze, source_tables
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Refresh, ViewRules, Write, changes, rules_for
-from dbt_ivm.errors import SourceError, StateError
-from dbt_ivm.history import appended_rows, changed_rows, metric, rows_after
+from dbt_ivm.errors import LostHistory, SourceError, StateError
+from dbt_ivm.history import (
+    appended_rows,
+    changed_rows,
+    changed_since,
+    commits_after,
+    metric,
+    replaced,
+    rows_after,
+)
 from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -269,8 +277,13 @@ def view_properties(db: Database, backing: TableName) -> dict[str, str]:
     return {r["key"]: r["value"] for r in rows}
 
 
-def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, int, Mapping[str, Any] | None]:
-    """(the newest watermark, the table's latest version, the commit that recorded the watermark)."""
+def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, int, Mapping[str, Any] | None, str]:
+    """(the newest watermark, the table's latest version, the commit that recorded the watermark,
+    the commits after it that may have changed the stored rows, named: '' when none did).
+
+    Every commit fast_mv writes carries a watermark, so a commit after the newest one was
+    written by someone else: an OPTIMIZE keeps the rows the watermark describes, a RESTORE, a
+    DELETE by hand or a schema change may not (`history.changed_since`)."""
     rows = recent_history(db, backing, VIEW_HISTORY_ROWS)
     latest = int(rows[0]["version"]) if rows else -1
     mark = latest_watermark(rows)
@@ -278,7 +291,9 @@ def read_history(db: Database, backing: TableName) -> tuple[Watermark | None, in
         rows = db.query(f"DESCRIBE HISTORY {backing.sql()}")
         mark = latest_watermark(rows)
     commit = next((r for r in rows if mark is not None and r.get("version") == mark.commit_version), None)
-    return mark, latest, commit
+    version = mark.commit_version if mark is not None else None
+    changed = changed_since(rows, version, latest) if version is not None else ""
+    return mark, latest, commit, changed
 
 
 def describe_query(db: Database, query: exp.Select) -> dict[str, str]:
@@ -441,6 +456,7 @@ class Maintainer:
         self.output_types: dict[str, str] = {}  # the view's column types, read by `inspect`
         self.auto_seconds = 0.0  # what refresh_policy auto's estimate took (its metadata queries)
         self.mark_commit: Mapping[str, Any] | None = None  # the history row of the watermark read
+        self.storage_changed = ""  # the storage's commits after the watermark's that may have changed its rows
         # Rows of each source and of the storage (before this run's commit) as auto's estimate
         # took them; recorded in the new watermark (see `Watermark.rows`). None: not known.
         self.sizes: dict[str, int] | None = None
@@ -478,7 +494,7 @@ class Maintainer:
         if self.backing.key not in self.catalog:
             return self.build(plan, pinned, "first build")
         props = view_properties(self.db, self.backing)
-        mark, self.read_version, self.mark_commit = read_history(self.db, self.backing)
+        mark, self.read_version, self.mark_commit, self.storage_changed = read_history(self.db, self.backing)
         if full_refresh:
             return self.build(plan, pinned, "full refresh", mark)
         reason = self._rebuild_reason(plan, props, mark)
@@ -497,7 +513,12 @@ class Maintainer:
                 f"fast_mv {self.view}: cluster_by is ({', '.join(self.cluster_by)}), the stored rows are sorted by "
                 f"({built_by.replace(',', ', ')}): the layout changes at the next build (--full-refresh)"
             )
-        return self.refresh(plan, mark, pinned)
+        try:
+            return self.refresh(plan, mark, pinned)
+        except LostHistory as e:  # nothing was written: a rebuild brings the view up to date
+            if self.policy is RefreshPolicy.INCREMENTAL:
+                raise
+            return self.build(plan, pinned, e.reason, mark)
 
     def _rebuild_reason(self, plan: ViewPlan, props: Mapping[str, str], mark: Watermark | None) -> str:
         """Why the stored view cannot be refreshed, or ''."""
@@ -510,7 +531,14 @@ class Maintainer:
         if props.get(PROP_STATE, plan.state_before_recorded) != plan.hidden_names:
             return "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows)"
         changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
-        return f"the session's settings differ from the build's: {changed}" if changed else ""
+        if changed:
+            return f"the session's settings differ from the build's: {changed}"
+        if self.storage_changed:
+            return (
+                f"{self.backing} was changed by commits fast_mv did not write ({self.storage_changed}), so its rows "
+                f"may no longer be the ones its last refresh left at v{mark.commit_version}"
+            )
+        return ""
 
     def rebuild(self, plan: ViewPlan, pinned: Mapping[str, int], reason: str, mark: Watermark | None) -> Outcome:
         """A rebuild the run decided on (not asked for): refused under refresh_policy 'incremental'."""
@@ -574,22 +602,33 @@ class Maintainer:
             if key not in old:
                 return self.rebuild(plan, pinned, f"no watermark for source {key}", mark)
             if mark.created.get(key) not in (None, "", self.created[key]):
-                raise StateError(
-                    f"source {key} was dropped and created again since fast_mv {self.view} last consumed it "
+                return self.rebuild(
+                    plan,
+                    pinned,
+                    f"source {key} was dropped and created again since it was last consumed "
                     f"(created {mark.created[key]}, now {self.created[key] or 'unknown'}), so its change "
-                    "history is gone; "
-                    "run dbt with --full-refresh for this model"
+                    "history is gone",
+                    mark,
                 )
             if version < old[key]:
-                raise StateError(
-                    f"source {key} is at version {version}, older than version {old[key]} that fast_mv "
-                    f"{self.view} already consumed (was it replaced or restored?); "
-                    "run dbt with --full-refresh for this model"
+                return self.rebuild(
+                    plan,
+                    pinned,
+                    f"source {key} is at version {version}, older than version {old[key]} that was already "
+                    "consumed (was it dropped and created again?), so its change history is gone",
+                    mark,
                 )
         moved = {k: (old[k], v) for k, v in pinned.items() if v > old[k]}
         if not moved:
             return Outcome("no changes", "no changes", versions=dict(pinned), statements=tuple(self.statements))
         ranges = ", ".join(f"{k} v{a}..v{b}" for k, (a, b) in moved.items())
+        for key, (a, b) in moved.items():
+            what = replaced(self.histories[key], a + 1, b) if self.policy is RefreshPolicy.INCREMENTAL else ""
+            if what:  # under auto, `_choose` rebuilds
+                self.log(
+                    f"fast_mv {self.view}: source {key} was replaced ({what}): reading its whole change feed "
+                    "(every row before and after), as refresh_policy 'incremental' does not rebuild on its own"
+                )
         if self.policy is RefreshPolicy.AUTO:
             choice = self._auto(plan, mark, moved)
             self.log(f"fast_mv {self.view}: refresh_policy auto: {choice.reason}")
@@ -674,7 +713,7 @@ class Maintainer:
         plan, pinned, self.created = self.inspect()
         if self.backing.key not in self.catalog:
             return None
-        mark, self.read_version, self.mark_commit = read_history(self.db, self.backing)
+        mark, self.read_version, self.mark_commit, _ = read_history(self.db, self.backing)
         if mark is None:
             return None
         moved = {k: (mark.sources[k], v) for k, v in pinned.items() if v > mark.sources.get(k, v)}
@@ -695,6 +734,14 @@ class Maintainer:
         }
         # what was read again serves the append path's check of the same commits
         self.histories.update({key: rows for key, rows in histories.items() if rows is not None})
+        replacements = [
+            f"{key} ({what})"
+            for key, rows in histories.items()
+            for a, b in [moved[key]]
+            if rows is not None and (what := replaced(rows, a + 1, b))
+        ]
+        if replacements:  # the change feed holds every row before and after: never cheaper than a rebuild
+            return Choice(True, f"rebuild, a source was replaced: {', '.join(replacements)}")
         changes = {
             key: None if rows is None else changed_rows(rows, a + 1, b)
             for key, rows in histories.items()
@@ -792,10 +839,24 @@ class Maintainer:
             self.run(statement)
         except Exception as e:  # the connection's error type varies
             if CONCURRENT_COMMIT.search(str(e)):
-                raise StateError(self._lost_race()) from e
+                raise StateError(self._lost_race(e)) from e
             raise
 
-    def _lost_race(self) -> str:
+    def _lost_race(self, conflict: Exception | None = None) -> str:
+        """What committed first: another fast_mv run, or (on a `conflict` Delta reported) what the
+        storage's history shows after the version this run read, when no fast_mv run wrote it."""
+        others = ""
+        if conflict is not None and self.read_version is not None:
+            rows = recent_history(self.db, self.backing, VIEW_HISTORY_ROWS)
+            later = [r for r in rows if int(r["version"]) > self.read_version]
+            others = "" if latest_watermark(later) else commits_after(later, self.read_version)
+        if others and conflict is not None:
+            return (
+                f"{others} committed to {self.backing} while this run was writing it, and Delta rejected this "
+                f"run's write ({_first_line(conflict)}); this run wrote nothing and the view is as its last "
+                f"refresh left it: run dbt again, and run maintenance of {self.backing} (OPTIMIZE, VACUUM) "
+                "outside dbt runs"
+            )
         return (
             f"another run of {self.view} (a refresh or a --full-refresh) committed first; this run wrote "
             "nothing and the view is consistent as of that run: run dbt again to catch up"
@@ -894,9 +955,10 @@ class Maintainer:
     def _raise_if_lost_history(e: Exception, ranges: str) -> None:
         """A change feed that can no longer be read fails as the error that says what to do."""
         if LOST_HISTORY.search(str(e)):
-            raise StateError(
+            raise LostHistory(
                 f"the change history of {ranges} is no longer readable ({_first_line(e)}): it was vacuumed, "
-                "or change data feed was off for part of it; run dbt with --full-refresh for this model"
+                "or change data feed was off for part of it; run dbt with --full-refresh for this model",
+                f"the change history of {ranges} is no longer readable ({_first_line(e)})",
             ) from e
 
     def _stage_changes(

@@ -225,3 +225,74 @@ def test_a_session_in_another_time_zone_rebuilds(spark, spark_db, sources):
         assert mv(spark_db, sql).materialize().action == "no changes"
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def storage_version(spark) -> int:
+    return spark.sql(f"describe history {DB}.v__ivm limit 1").collect()[0]["version"]
+
+
+def runs(spark_db, policy: str) -> tuple[Maintainer, list[str]]:
+    logs: list[str] = []
+    return Maintainer(spark_db, TableName(DB, "v"), JOIN, log=logs.append, refresh_policy=policy), logs
+
+
+def test_commits_on_the_storage_that_fast_mv_did_not_write_are_judged(spark, spark_db, sources):
+    """A commit after the watermark's that may have changed the stored rows (a RESTORE, a DELETE
+    by hand) fails an incremental refresh and rebuilds under auto; one that keeps them (an
+    OPTIMIZE, a RESTORE back to the watermark's own version) lets the refresh proceed."""
+    mv(spark_db).materialize()
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 10 = 3")
+    assert mv(spark_db).materialize().action == "refreshed"
+    restore_to = storage_version(spark)
+    spark.sql(f"delete from {DB}.o where id < 30")
+    assert mv(spark_db).materialize().action == "refreshed"
+
+    # OPTIMIZE keeps the rows: the refresh proceeds
+    spark.sql(f"optimize {DB}.v__ivm")
+    assert spark.sql(f"describe history {DB}.v__ivm limit 1").collect()[0]["operation"] == "OPTIMIZE"
+    spark.sql(f"insert into {DB}.o values (1000, 1, 9.5)")
+    assert mv(spark_db).materialize().action == "refreshed"
+    assert differences(spark, spark_db) == 0
+
+    # a RESTORE brings back rows the refreshes since had changed: the watermark no longer describes them
+    spark.sql(f"restore table {DB}.v__ivm to version as of {restore_to}")
+    spark.sql(f"insert into {DB}.o values (1001, 2, 8.5)")
+    version = storage_version(spark)
+    with pytest.raises(StateError, match=rf"RESTORE to version {restore_to} at v{version}.*--full-refresh"):
+        mv(spark_db).materialize()
+    assert storage_version(spark) == version  # nothing written
+    m, logs = runs(spark_db, "auto")
+    assert m.materialize().action == "built"
+    assert any(f"RESTORE to version {restore_to}" in line for line in logs), logs
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 172
+
+    # a DELETE by hand, then a RESTORE to the watermark's own version: the rows are its rows again
+    good = storage_version(spark)
+    spark.sql(f"delete from {DB}.v__ivm where id < 50")
+    spark.sql(f"update {DB}.o set amt = amt * 2 where id % 10 = 4")
+    with pytest.raises(StateError, match=rf"DELETE at v{good + 1}.*--full-refresh"):
+        mv(spark_db).materialize()
+    m, logs = runs(spark_db, "auto")
+    assert m.materialize().action == "built" and any("DELETE at" in line for line in logs), logs
+    assert differences(spark, spark_db) == 0
+    good = storage_version(spark)
+    spark.sql(f"delete from {DB}.v__ivm where id < 50")
+    spark.sql(f"restore table {DB}.v__ivm to version as of {good}")
+    spark.sql(f"delete from {DB}.o where id = 1000")
+    assert mv(spark_db).materialize().action == "refreshed"
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 171
+
+
+def test_a_source_dropped_and_created_again_rebuilds_under_auto(spark, spark_db, sources):
+    import time
+
+    mv(spark_db).materialize()
+    time.sleep(1.1)  # the catalog's creation time has second resolution
+    spark.sql(f"drop table {DB}.c")
+    spark.sql(f"create table {DB}.c (cid int, name string) {CDF}")
+    spark.sql(f"insert into {DB}.c select id, concat('m', id) from range(10)")
+    with pytest.raises(StateError, match=r"dropped and created again.*--full-refresh"):
+        mv(spark_db).materialize()
+    m, logs = runs(spark_db, "auto")
+    assert m.materialize().action == "built" and any("dropped and created again" in x for x in logs), logs
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 100

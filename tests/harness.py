@@ -34,7 +34,8 @@ NUMS = [0.5, 1.0, 2.5, None]
 SPECIAL = [0.5, 1.0, 2.5, None, 0.5, 1.0, None, float("nan"), float("inf"), float("-inf")]
 MONEY = [Decimal("1.25"), Decimal("-3.10"), Decimal("7.05"), Decimal("0.00"), None]
 # Text that an INT join key compares as a number: '1' and '01' are distinct strings, one key.
-CODES = ["1", "01", "2", "002", "3", None]
+# Many spellings of few numbers: stored values rarely repeat, the numbers they cast to often do.
+CODES = [*("0" * zeros + str(n) for n in range(4) for zeros in range(30)), None]
 
 
 @dataclass(frozen=True)
@@ -633,7 +634,7 @@ OUTER = Family(
 # keys distinct as stored ('1', '01') are one key to the join (the unique-key flip must not trust
 # the stored values).
 CA = Table("a", (("k", "int"), ("v", "string")))
-CP = Table("p", (("code", "string codes"), ("w", "string")))
+CP = Table("p", (("id", "int"), ("code", "string codes"), ("w", "string")), key="id")
 COERCED = Family(
     "coerced",
     (CA, CP),

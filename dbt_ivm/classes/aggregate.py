@@ -850,8 +850,10 @@ class AggregateRules:
             lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rule}")
         lines.append(
             "    recomputed groups (from the sources at the pinned versions) take their whole state from the "
-            "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, and DECIMAL "
-            "sums of precision 38 and scale above 6 recompute every touched group (Spark rounds their additions)"
+            "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, BIGINT and DECIMAL "
+            "sums a group whose change overflowed them (try_sum) or whose stored DECIMAL sum overflowed (NULL over "
+            "non-NULL values), and DECIMAL sums of precision 38 and scale above 6 recompute every touched group "
+            "(Spark rounds their additions)"
         )
         lines.append(
             "    apply: one MERGE of the group deltas (count 0: delete the group"

@@ -69,7 +69,7 @@ def test_randomized_sums_near_their_limits_under_both_ansi_settings(spark, spark
     for ansi in ("false", "true"):
         seed = request.config.getoption("--seed") or 7
         harness = AnsiHarness(spark, spark_db, LIMITS, seed, ansi=ansi)
-        report = harness.run(request.config.getoption("--rounds") or 4)
+        report = harness.run(request.config.getoption("--rounds") or 3)
         print(f"\nANSI {ansi}: {report.summary()}, {harness.overflows} checks where the model overflowed")
         harness.drop()
         assert not report.mismatches, [(m.round, m.view, m.diff[:3]) for m in report.mismatches[:5]]

@@ -15,6 +15,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
 from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
@@ -28,6 +29,7 @@ from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     HIDDEN_PREFIX,
+    INTEGRAL_TYPES,
     Aggregate,
     AggregateFunction,
     HiddenColumn,
@@ -878,6 +880,7 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     where_expr = where.this if where is not None else None
     outputs = _outputs(select)
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
+    aggregates = _exact_averages(select, aggregates, schema)
     aggregated = bool(group_by or aggregates or distinct or having is not None)
     view_class = _classify(sources, tree_node, aggregated)
     hidden = _hidden_columns(view_class, sources, group_by, aggregates)
@@ -1244,6 +1247,24 @@ def _count_extremes(aggregates: tuple[Aggregate, ...], group_by: tuple[exp.Expr,
         return any(a.argument.find_all(exp.Column)) and a.argument.sql(dialect=DIALECT) not in keys
 
     return tuple(dataclasses.replace(a, counted=True) if counts(a) else a for a in aggregates)
+
+
+def _exact_averages(select: exp.Select, aggregates: tuple[Aggregate, ...], schema: Schema) -> tuple[Aggregate, ...]:
+    """AVG over an integral argument sums it exactly (`Aggregate.exact`). The argument's type is
+    sqlglot's inference over the sources' columns, re-parsed (the normalized tree holds Spark's
+    functions as anonymous calls); the build checks it against Spark's (`aggregate.user_view`)."""
+    averages = [a for a in aggregates if a.function is AggregateFunction.AVG and a.argument is not None]
+    if not averages:
+        return aggregates
+    probe = select.copy()
+    for arg in ("group", "having", "distinct"):
+        probe.set(arg, None)
+    probe.set("expressions", [a.argument.copy() for a in averages if a.argument is not None])
+    parsed = sqlglot.parse_one(probe.sql(dialect=DIALECT), read="spark")
+    typed = annotate_types(parsed, schema=_nested_schema(schema), dialect="spark")
+    types = [e.type.sql(dialect="spark").lower() if e.type else "" for e in typed.expressions]
+    integral = {a.index for a, t in zip(averages, types, strict=True) if t in INTEGRAL_TYPES}
+    return tuple(dataclasses.replace(a, exact=True) if a.index in integral else a for a in aggregates)
 
 
 def _check_aggregate_places(select: exp.Select) -> None:

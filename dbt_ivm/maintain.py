@@ -511,7 +511,10 @@ class Maintainer:
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
             return "the model or its sources' columns changed"
         if props.get(PROP_STATE, plan.state_before_recorded) != plan.hidden_names:
-            return "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows)"
+            return (
+                "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows, "
+                "and sums AVG of integers exactly)"
+            )
         changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
         return f"the session's settings differ from the build's: {changed}" if changed else ""
 

@@ -14,7 +14,24 @@ from sqlglot import exp
 from dbt_ivm import render
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms
 from tests import harness as harness_module
-from tests.harness import AGGREGATES, COERCED, JOINS, KEYED, OR, OS, OUTER, SINGLE, A, B, Family, Harness, T, View
+from tests.harness import (
+    AGGREGATES,
+    COERCED,
+    JOINS,
+    KEYED,
+    LIMITS,
+    OR,
+    OS,
+    OUTER,
+    SINGLE,
+    A,
+    AnsiHarness,
+    B,
+    Family,
+    Harness,
+    T,
+    View,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -46,6 +63,19 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
+
+
+def test_randomized_sums_near_their_limits_under_both_ansi_settings(spark, spark_db, request):
+    """DECIMAL(38, 0) and BIGINT sums that pass their type's limit and come back (`harness.LIMITS`)."""
+    for ansi in ("false", "true"):
+        seed = request.config.getoption("--seed") or 7
+        harness = AnsiHarness(spark, spark_db, LIMITS, seed, ansi=ansi)
+        report = harness.run(request.config.getoption("--rounds") or 3)
+        print(f"\nANSI {ansi}: {report.summary()}, {harness.overflows} checks where the model overflowed")
+        harness.drop()
+        assert not report.mismatches, [(m.round, m.view, m.diff[:3]) for m in report.mismatches[:5]]
+        assert report.refreshes > 0
+        assert ansi == "false" or harness.overflows > 0, "no sum passed its type's limit"
 
 
 @pytest.mark.stress

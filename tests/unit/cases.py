@@ -820,7 +820,7 @@ ACCEPTED: list[Accepted] = [
         AGG_JOIN,
         "inner(r, s, t)",
         "r:P s:P t:P",
-        "g_0 count nn_1 a_1 nn_2 a_2",
+        "g_0 count nn_1 a_1 nn_2 ax_2",
         schema="pg",
     ),
     ok(

@@ -21,7 +21,6 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
-from sqlglot.optimizer.simplify import Simplifier
 
 from dbt_ivm import spark_functions, verbatim
 from dbt_ivm.errors import UnsupportedView
@@ -533,46 +532,7 @@ def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     _check_null_supplied_subqueries(tree)
     tree = merge_subqueries(_inline_shared_ctes(verbatim.as_calls(tree)))
     tree = verbatim.as_anonymous(eliminate_ctes(tree))
-    tree = _simplify_predicates(tree)
     return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
-
-
-INT_RANGE = (-(2**31), 2**31 - 1)
-
-
-class _SparkSimplifier(Simplifier):
-    """sqlglot's simplifier without the literal arithmetic Spark would type or compute otherwise:
-    1.5 + 1 is DECIMAL(3,1) in Spark but the folded 2.5 is DECIMAL(2,1), and 2147483647 + 1
-    wraps around in Spark. Integer arithmetic that stays in the INT range is still folded."""
-
-    # sqlglot's Simplifier._simplify_binary has no annotations: its calls are untyped for mypy
-    def _simplify_binary(self, expression: exp.Expr, a: exp.Expr, b: exp.Expr) -> exp.Expr | None:
-        if isinstance(expression, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and a.is_number and b.is_number:
-            if not (a.is_int and b.is_int) or isinstance(expression, exp.Div):
-                return None
-            folded: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
-            values = [a.to_py(), b.to_py()] + ([folded.to_py()] if folded is not None else [])
-            return folded if all(INT_RANGE[0] <= v <= INT_RANGE[1] for v in values) else None
-        simplified: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
-        return simplified
-
-
-def _simplify_predicates(tree: exp.Expr) -> exp.Expr:
-    """Constant folding and boolean simplification of the WHERE and ON predicates.
-
-    Only there: a predicate's value is a boolean whatever its operands' types, while folding
-    in the select list can change a column's type (CASE WHEN TRUE THEN int_col ELSE 1.5 END
-    is a DECIMAL), and GROUP BY and HAVING must keep matching the select list.
-    """
-    simplifier = _SparkSimplifier(dialect=DIALECT)
-    for where in list(tree.find_all(exp.Where)):
-        where.set("this", simplifier.simplify(where.this))
-        if isinstance(where.this, exp.Boolean) and where.this.this:
-            where.pop()  # WHERE TRUE
-    for join in list(tree.find_all(exp.Join)):
-        if join.args.get("on") is not None:
-            join.set("on", simplifier.simplify(join.args["on"]))
-    return tree
 
 
 def _inline_shared_ctes(tree: exp.Expr) -> exp.Expr:

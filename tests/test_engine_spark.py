@@ -775,3 +775,39 @@ def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, 
     spark.sql(f"drop view if exists {DB}.flip")
     for t in ("flip__ivm", "r", "s"):
         spark.sql(f"drop table if exists {DB}.{t}")
+
+
+def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spark_db):
+    """Predicates run as written (ANSI off, as dbt-spark sets it): `x + 0.05 >= 0.4` folded to
+    `x >= 0.4 - 0.05` compares with a DECIMAL 0.35 and keeps x = 0.35, whose DOUBLE sum is below
+    0.4; `id + 1 > 3` as `id > 2` keeps 2147483647, whose id + 1 wraps around. Each view is built
+    before the rows at the boundary come, so the refresh must get them right."""
+    spark.sql(f"create database if not exists {DB}")
+    for t in ("p", "q"):
+        spark.sql(f"drop table if exists {DB}.{t}")
+    spark.sql(f"create table {DB}.p (id int, x double) {CDF}")
+    spark.sql(f"create table {DB}.q (id int, w string) {CDF}")
+    spark.sql(f"insert into {DB}.p values (1, 0.5), (2, 0.1)")
+    spark.sql(f"insert into {DB}.q values (1, 'q1'), (3, 'q3'), (4, 'q4'), (2147483647, 'max')")
+    views = {
+        "dbl": (f"select id, x from {DB}.p where x + 0.05 >= 0.4", {(1, 0.5), (4, 0.36)}),
+        "wrap": (f"select id from {DB}.p where id + 1 > 3", {(3,), (4,)}),
+        "dbl_on": (
+            f"select q.id, q.w, p.x from {DB}.q q left join {DB}.p p on p.id = q.id and p.x + 0.05 >= 0.4",
+            {(1, "q1", 0.5), (3, "q3", None), (4, "q4", 0.36), (2147483647, "max", None)},
+        ),
+    }
+    try:
+        for name, (sql, _) in views.items():
+            mv(spark_db, name, sql).materialize()
+        spark.sql(f"insert into {DB}.p values (3, 0.35), (4, 0.36), (2147483647, 0.35)")
+        for name, (sql, rows) in views.items():
+            assert mv(spark_db, name, sql).materialize().action == "refreshed"
+            assert {tuple(r) for r in spark.sql(f"select * from {DB}.{name}").collect()} == rows, name
+            assert_consistent(spark, spark_db, name)
+    finally:
+        for name in views:
+            spark.sql(f"drop view if exists {DB}.{name}")
+            spark.sql(f"drop table if exists {DB}.{name}__ivm")
+        for t in ("p", "q"):
+            spark.sql(f"drop table if exists {DB}.{t}")

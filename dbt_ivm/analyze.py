@@ -21,8 +21,9 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
+from sqlglot.schema import ensure_schema
 
-from dbt_ivm import spark_functions, verbatim
+from dbt_ivm import spark_functions, using, verbatim
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -427,6 +428,12 @@ def _check_join(join: exp.Join) -> None:
         raise _refuse(f"{join.args['method']} JOIN", join, "write the join condition out with ON")
     if kind == "ASOF" or join.args.get("match_condition") is not None:
         raise _refuse("ASOF JOIN", join, "use materialized='table'")
+    if join.args.get("using") and _group(join.this) is not None:
+        raise _refuse(
+            f"JOIN {_snippet(join.this)} USING (...) with a parenthesized join on its right",
+            join,
+            "write the join condition with ON",
+        )
     if join.side and join.args.get("on") is None and not join.args.get("using"):
         raise _refuse(
             f"an outer join without ON ({join.side.upper()} JOIN {_snippet(join.this)})",
@@ -516,15 +523,18 @@ def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     _lowercase_tables(tree)
     for ident in tree.find_all(exp.Identifier):
         ident.meta[ORIGINAL_NAME] = ident.this
+    using.mark(tree)
+    sources = ensure_schema(_nested_schema(schema), dialect=DIALECT)
     try:
         tree = qualify(
             tree,
-            schema=_nested_schema(schema),
+            schema=sources,
             dialect=DIALECT,
             quote_identifiers=True,
             validate_qualify_columns=True,
             identify=True,
         )
+        using.resolve(tree, sources)
     except OptimizeError as e:
         raise UnsupportedView(f"unresolvable SQL ({e})", "check the column and table names") from e
     _restore_output_names(tree, schema)
@@ -597,6 +607,8 @@ def _spelled_name(projection: exp.Expr, scope: Scope, columns: dict[str, dict[st
     if isinstance(alias, exp.Identifier) and (original := _original_name(alias)):
         return original
     expr = projection.this if isinstance(projection, exp.Alias) else projection
+    if expr.meta.get(using.MERGED):  # a FULL join's USING column: named after its left key
+        return _spelled_name(expr.expressions[0], scope, columns)
     if isinstance(expr, exp.Column) and not isinstance(expr.this, exp.Star):
         if original := _original_name(expr.this):
             return original  # written in the query: Spark keeps that spelling

@@ -126,7 +126,7 @@ def literal(value: Any) -> str:
 
 def domain(kind: str) -> list[Any]:
     kinds = {"int": KEYS, "string": WORDS, "double": NUMS, "decimal(10,2)": MONEY, "double special": SPECIAL}
-    return (kinds | {"string codes": CODES} | NEAR_LIMITS)[kind]
+    return (kinds | {"string codes": CODES} | NEAR_LIMITS | EDGES)[kind]
 
 
 class Harness:
@@ -645,6 +645,46 @@ COERCED = Family(
             "c_counts",
             "SELECT a.k, count(*) AS n, count(p.w) AS matched FROM {db}.a a LEFT JOIN {db}.p p ON p.code = a.k "
             "GROUP BY a.k",
+        ),
+    ),
+    restores=True,
+)
+
+
+# What analysis used to rewrite (issue #47): JOIN ... USING chains under outer joins, whose later
+# joins compare the merged column (COALESCE after FULL, the right key after RIGHT), and predicates
+# with arithmetic on DOUBLE values at a boundary (0.35 + 0.05 < 0.4 in DOUBLE) and on INT values
+# at the limit (2147483647 + 1 wraps around with ANSI off); folded, both change which rows pass.
+EDGES = {
+    "double edge": [0.35, 0.36, 0.3, 0.4, None],
+    "int edge": [2147483647, 2147483646, 2, 3, None],
+}
+UA = Table("ua", (("k", "int"), ("v", "string")))
+UB = Table("ub", (("k", "int"), ("w", "string")))
+UC = Table("uc", (("k", "int"), ("z", "string")))
+UE = Table("ue", (("k", "int"), ("n", "int edge"), ("x", "double edge")))
+USING = Family(
+    "using",
+    (UA, UB, UC, UE),
+    (
+        View(
+            "u_full",
+            "SELECT k, ua.v, ub.w, uc.z FROM {db}.ua FULL JOIN {db}.ub USING (k) FULL JOIN {db}.uc USING (k)",
+        ),
+        View(
+            "u_right",
+            "SELECT k, ua.v, ub.w, uc.z FROM {db}.ua RIGHT JOIN {db}.ub USING (k) RIGHT JOIN {db}.uc USING (k)",
+        ),
+        _agg(
+            "u_agg",
+            "SELECT k, count(*) AS c, count(uc.z) AS cz FROM {db}.ua FULL JOIN {db}.ub USING (k) "
+            "LEFT JOIN {db}.uc USING (k) GROUP BY k",
+        ),
+        View("u_pred", "SELECT k, n, x FROM {db}.ue WHERE x + 0.05 >= 0.4 OR n + 1 > 3"),
+        View(
+            "u_pred_on",
+            "SELECT ua.k, ua.v, ue.n FROM {db}.ua LEFT JOIN {db}.ue ON ue.k = ua.k AND ue.x + 0.05 >= 0.4 "
+            "AND ue.n + 1 > 3",
         ),
     ),
     restores=True,

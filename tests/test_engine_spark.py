@@ -836,3 +836,66 @@ def test_sums_past_their_type_keep_spark_s_value_under_both_ansi_settings(spark,
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)
         spark.sql(f"drop database if exists {DB} cascade")
+
+
+def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spark_db):
+    """Each view is built before the rows that tell the two readings apart come, and refreshed.
+
+    Predicates run as written (ANSI off, as dbt-spark sets it): `x + 0.05 >= 0.4` folded to
+    `x >= 0.4 - 0.05` compares with a DECIMAL 0.35 and keeps x = 0.35, whose DOUBLE sum is below
+    0.4 (in WHERE, and in an outer join's ON: matched instead of padded); `id + 1 > 3` as `id > 2`
+    keeps 2147483647, whose id + 1 wraps around.
+    JOIN ... USING joins as Spark does: after `ua FULL JOIN ub USING (k)` the next USING (k)
+    compares COALESCE(ua.k, ub.k), after a RIGHT join ub.k; joined on ua.k, the b7 and c7 rows of
+    k = 7 (no ua row) stay apart, and the RIGHT join after it becomes an inner one."""
+    tables = {
+        "p": ("id int, x double", "(1, 0.5), (2, 0.1)"),
+        "q": ("id int, w string", "(1, 'q1'), (3, 'q3'), (4, 'q4'), (2147483647, 'max')"),
+        "ua": ("k int, v string", "(1, 'a1'), (null, 'an')"),
+        "ub": ("k int, v string", "(1, 'b1'), (2, 'b2')"),
+        "uc": ("k int, v string", "(2, 'c2'), (3, 'c3')"),
+    }
+    using = "{db}.ua {0} join {db}.ub using (k) {0} join {db}.uc using (k)"
+    columns = "k, ua.v as av, ub.v as bv, uc.v as cv"
+    views = {
+        "pred": (f"select id, x from {DB}.p where x + 0.05 >= 0.4 and id + 1 > 3", {(4, 0.36)}),
+        "pred_on": (
+            f"select q.id, q.w, p.x from {DB}.q q left join {DB}.p p on p.id = q.id and p.x + 0.05 >= 0.4",
+            {(1, "q1", 0.5), (3, "q3", None), (4, "q4", 0.36), (2147483647, "max", 0.5)},
+        ),
+        "u_full": (
+            f"select {columns} from " + using.format("full", db=DB),
+            {(1, "a1", "b1", None), (None, "an", None, None), (2, None, "b2", None), (7, None, "b7", "c7")}
+            | {(3, None, None, "c3")},
+        ),
+        "u_right": (
+            f"select {columns} from " + using.format("right", db=DB),
+            {(3, None, None, "c3"), (7, None, "b7", "c7")},
+        ),
+        "u_agg": (
+            "select k, count(*) as n, count(uc.v) as nc from " + using.format("full", db=DB) + " group by k",
+            {(1, 1, 0), (None, 1, 0), (2, 1, 0), (7, 1, 1), (3, 1, 1)},
+        ),
+    }
+    spark.sql(f"create database if not exists {DB}")
+    try:
+        for t, (cols, rows) in tables.items():
+            spark.sql(f"drop table if exists {DB}.{t}")
+            spark.sql(f"create table {DB}.{t} ({cols}) {CDF}")
+            spark.sql(f"insert into {DB}.{t} values {rows}")
+        for name, (sql, _) in views.items():
+            mv(spark_db, name, sql).materialize()
+        spark.sql(f"insert into {DB}.p values (3, 0.35), (4, 0.36), (2147483647, 0.5)")
+        spark.sql(f"insert into {DB}.ub values (7, 'b7')")
+        spark.sql(f"insert into {DB}.uc values (7, 'c7')")
+        spark.sql(f"delete from {DB}.uc where k = 2")
+        for name, (sql, rows) in views.items():
+            assert mv(spark_db, name, sql).materialize().action == "refreshed"
+            assert {tuple(r) for r in spark.sql(f"select * from {DB}.{name}").collect()} == rows, name
+            assert_consistent(spark, spark_db, name)
+    finally:
+        for name in views:
+            spark.sql(f"drop view if exists {DB}.{name}")
+            spark.sql(f"drop table if exists {DB}.{name}__ivm")
+        for t in tables:
+            spark.sql(f"drop table if exists {DB}.{t}")

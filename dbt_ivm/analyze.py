@@ -15,19 +15,21 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.eliminate_ctes import eliminate_ctes
 from sqlglot.optimizer.eliminate_subqueries import eliminate_subqueries
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.qualify_columns import quote_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope, traverse_scope
-from sqlglot.optimizer.simplify import Simplifier
+from sqlglot.schema import ensure_schema
 
-from dbt_ivm import spark_functions, verbatim
+from dbt_ivm import spark_functions, using, verbatim
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     HIDDEN_PREFIX,
+    INTEGRAL_TYPES,
     Aggregate,
     AggregateFunction,
     HiddenColumn,
@@ -428,6 +430,12 @@ def _check_join(join: exp.Join) -> None:
         raise _refuse(f"{join.args['method']} JOIN", join, "write the join condition out with ON")
     if kind == "ASOF" or join.args.get("match_condition") is not None:
         raise _refuse("ASOF JOIN", join, "use materialized='table'")
+    if join.args.get("using") and _group(join.this) is not None:
+        raise _refuse(
+            f"JOIN {_snippet(join.this)} USING (...) with a parenthesized join on its right",
+            join,
+            "write the join condition with ON",
+        )
     if join.side and join.args.get("on") is None and not join.args.get("using"):
         raise _refuse(
             f"an outer join without ON ({join.side.upper()} JOIN {_snippet(join.this)})",
@@ -517,15 +525,18 @@ def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     _lowercase_tables(tree)
     for ident in tree.find_all(exp.Identifier):
         ident.meta[ORIGINAL_NAME] = ident.this
+    using.mark(tree)
+    sources = ensure_schema(_nested_schema(schema), dialect=DIALECT)
     try:
         tree = qualify(
             tree,
-            schema=_nested_schema(schema),
+            schema=sources,
             dialect=DIALECT,
             quote_identifiers=True,
             validate_qualify_columns=True,
             identify=True,
         )
+        using.resolve(tree, sources)
     except OptimizeError as e:
         raise UnsupportedView(f"unresolvable SQL ({e})", "check the column and table names") from e
     _restore_output_names(tree, schema)
@@ -533,46 +544,7 @@ def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     _check_null_supplied_subqueries(tree)
     tree = merge_subqueries(_inline_shared_ctes(verbatim.as_calls(tree)))
     tree = verbatim.as_anonymous(eliminate_ctes(tree))
-    tree = _simplify_predicates(tree)
     return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
-
-
-INT_RANGE = (-(2**31), 2**31 - 1)
-
-
-class _SparkSimplifier(Simplifier):
-    """sqlglot's simplifier without the literal arithmetic Spark would type or compute otherwise:
-    1.5 + 1 is DECIMAL(3,1) in Spark but the folded 2.5 is DECIMAL(2,1), and 2147483647 + 1
-    wraps around in Spark. Integer arithmetic that stays in the INT range is still folded."""
-
-    # sqlglot's Simplifier._simplify_binary has no annotations: its calls are untyped for mypy
-    def _simplify_binary(self, expression: exp.Expr, a: exp.Expr, b: exp.Expr) -> exp.Expr | None:
-        if isinstance(expression, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and a.is_number and b.is_number:
-            if not (a.is_int and b.is_int) or isinstance(expression, exp.Div):
-                return None
-            folded: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
-            values = [a.to_py(), b.to_py()] + ([folded.to_py()] if folded is not None else [])
-            return folded if all(INT_RANGE[0] <= v <= INT_RANGE[1] for v in values) else None
-        simplified: exp.Expr | None = super()._simplify_binary(expression, a, b)  # type: ignore[no-untyped-call]
-        return simplified
-
-
-def _simplify_predicates(tree: exp.Expr) -> exp.Expr:
-    """Constant folding and boolean simplification of the WHERE and ON predicates.
-
-    Only there: a predicate's value is a boolean whatever its operands' types, while folding
-    in the select list can change a column's type (CASE WHEN TRUE THEN int_col ELSE 1.5 END
-    is a DECIMAL), and GROUP BY and HAVING must keep matching the select list.
-    """
-    simplifier = _SparkSimplifier(dialect=DIALECT)
-    for where in list(tree.find_all(exp.Where)):
-        where.set("this", simplifier.simplify(where.this))
-        if isinstance(where.this, exp.Boolean) and where.this.this:
-            where.pop()  # WHERE TRUE
-    for join in list(tree.find_all(exp.Join)):
-        if join.args.get("on") is not None:
-            join.set("on", simplifier.simplify(join.args["on"]))
-    return tree
 
 
 def _inline_shared_ctes(tree: exp.Expr) -> exp.Expr:
@@ -637,6 +609,8 @@ def _spelled_name(projection: exp.Expr, scope: Scope, columns: dict[str, dict[st
     if isinstance(alias, exp.Identifier) and (original := _original_name(alias)):
         return original
     expr = projection.this if isinstance(projection, exp.Alias) else projection
+    if expr.meta.get(using.MERGED):  # a FULL join's USING column: named after its left key
+        return _spelled_name(expr.expressions[0], scope, columns)
     if isinstance(expr, exp.Column) and not isinstance(expr.this, exp.Star):
         if original := _original_name(expr.this):
             return original  # written in the query: Spark keeps that spelling
@@ -878,6 +852,7 @@ def analyze(sql: str, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan
     where_expr = where.this if where is not None else None
     outputs = _outputs(select)
     group_by, aggregates, having, distinct = _aggregation(select, outputs)
+    aggregates = _exact_averages(select, aggregates, schema)
     aggregated = bool(group_by or aggregates or distinct or having is not None)
     view_class = _classify(sources, tree_node, aggregated)
     hidden = _hidden_columns(view_class, sources, group_by, aggregates)
@@ -1244,6 +1219,24 @@ def _count_extremes(aggregates: tuple[Aggregate, ...], group_by: tuple[exp.Expr,
         return any(a.argument.find_all(exp.Column)) and a.argument.sql(dialect=DIALECT) not in keys
 
     return tuple(dataclasses.replace(a, counted=True) if counts(a) else a for a in aggregates)
+
+
+def _exact_averages(select: exp.Select, aggregates: tuple[Aggregate, ...], schema: Schema) -> tuple[Aggregate, ...]:
+    """AVG over an integral argument sums it exactly (`Aggregate.exact`). The argument's type is
+    sqlglot's inference over the sources' columns, re-parsed (the normalized tree holds Spark's
+    functions as anonymous calls); the build checks it against Spark's (`aggregate.user_view`)."""
+    averages = [a for a in aggregates if a.function is AggregateFunction.AVG and a.argument is not None]
+    if not averages:
+        return aggregates
+    probe = select.copy()
+    for arg in ("group", "having", "distinct"):
+        probe.set(arg, None)
+    probe.set("expressions", [a.argument.copy() for a in averages if a.argument is not None])
+    parsed = sqlglot.parse_one(probe.sql(dialect=DIALECT), read="spark")
+    typed = annotate_types(parsed, schema=_nested_schema(schema), dialect="spark")
+    types = [e.type.sql(dialect="spark").lower() if e.type else "" for e in typed.expressions]
+    integral = {a.index for a, t in zip(averages, types, strict=True) if t in INTEGRAL_TYPES}
+    return tuple(dataclasses.replace(a, exact=True) if a.index in integral else a for a in aggregates)
 
 
 def _check_aggregate_places(select: exp.Select) -> None:

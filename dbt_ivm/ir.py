@@ -16,6 +16,7 @@ HIDDEN_PREFIX = "__ivm_"
 COUNT_COLUMN = f"{HIDDEN_PREFIX}count"
 DELTA_COLUMN = f"{HIDDEN_PREFIX}d"
 RID_COLUMN = f"{HIDDEN_PREFIX}rid"
+INTEGRAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})  # Spark's, as DESCRIBE names them
 
 
 def rid_column(index: int) -> str:
@@ -167,6 +168,9 @@ class Aggregate:
     # MIN/MAX: the state also counts the rows that hold the extreme, so a refresh recomputes the
     # group only when the change removes all of them (see `classes.aggregate`)
     counted: bool = False
+    # AVG over an integral argument: the state sums it exactly, as DECIMAL(38, 0), where Spark's
+    # AVG sums in DOUBLE (a BIGINT sum of six epoch-nanosecond values overflows)
+    exact: bool = False
 
     @property
     def non_null(self) -> str:
@@ -175,8 +179,9 @@ class Aggregate:
 
     @property
     def value(self) -> str:
-        """The sum (SUM, AVG), the extreme (MIN, MAX) or the value (recomputed aggregates)."""
-        return f"{HIDDEN_PREFIX}a_{self.index}"
+        """The sum (SUM, AVG), the extreme (MIN, MAX) or the value (recomputed aggregates). An
+        exact AVG's sum has its own name: a view stored before it summed exactly is rebuilt."""
+        return f"{HIDDEN_PREFIX}{'ax' if self.exact else 'a'}_{self.index}"
 
     @property
     def holders(self) -> str:

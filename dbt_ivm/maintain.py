@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,13 +56,12 @@ from dbt_ivm.metadata import (
     latest_watermark,
 )
 from dbt_ivm.policy import Choice, Inputs, RefreshPolicy, choose, parse_policy
+from dbt_ivm.session_lock import SESSION_LOCK
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 BACKING_SUFFIX = "__ivm"
-# Session-wide confs (commit metadata, idempotent-write ids) must not interleave between threads sharing a session.
-COMMIT_LOCK = threading.Lock()
 # Commits of each source read when its version is pinned; they also tell a refresh whether
 # the source only appended since (more commits than this are read again, up to MAX_APPEND_COMMITS).
 # DESCRIBE HISTORY reads each commit it returns: 20 of a 10M-row fact's took 0.6-0.8 s, 5 0.4 s.
@@ -380,21 +378,26 @@ def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
 @contextmanager
 def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Iterator[None]:
     """Runs the block under `settings`, each from the session's own value, and restores the
-    session's values after (unsets the ones it had not set: Spark reads them as `<undefined>`)."""
-    before = {s.key: session_setting(db, s.key).strip().replace("<undefined>", "") for s in settings}
-    for s in settings:
-        db.execute(f"SET {s.key}={s.value(before[s.key])}")
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            db.execute(f"SET {key}={value}" if value else f"RESET {key}")
+    session's values after (unsets the ones it had not set: Spark reads them as `<undefined>`).
+    No other statement on the session runs meanwhile (`SESSION_LOCK`)."""
+    with SESSION_LOCK.exclusive():
+        before = {s.key: session_setting(db, s.key).strip().replace("<undefined>", "") for s in settings}
+        for s in settings:
+            db.execute(f"SET {s.key}={s.value(before[s.key])}")
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                db.execute(f"SET {key}={value}" if value else f"RESET {key}")
 
 
 @contextmanager
 def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterator[None]:
-    """Record `mark` in the next commit, written idempotently with its token; serialized
-    because the confs are session-wide.
+    """Record `mark` in the next commit, written idempotently with its token.
+
+    The confs are session-wide: no other statement on the session runs while they are set
+    (`SESSION_LOCK`, taken exclusively), so no other write, of another fast_mv or of any
+    model of another dbt thread, is committed under them.
 
     Every write that records a watermark (a build, a refresh, a refresh whose changes net to
     nothing) sets Delta's idempotent-write pair: app id `dbt-ivm:<backing table>`, version
@@ -409,7 +412,7 @@ def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterat
         TXN_APP_CONF: f"dbt-ivm:{backing.key}",
         TXN_VERSION_CONF: str(mark.token),
     }
-    with COMMIT_LOCK:
+    with SESSION_LOCK.exclusive():
         for key, value in confs.items():
             db.execute(f"SET {key}={value}")
         try:
@@ -529,7 +532,10 @@ class Maintainer:
         if props.get(PROP_DEFINITION_HASH) != plan.definition_hash or mark.definition_hash != plan.definition_hash:
             return "the model or its sources' columns changed"
         if props.get(PROP_STATE, plan.state_before_recorded) != plan.hidden_names:
-            return "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows)"
+            return (
+                "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows, "
+                "and sums AVG of integers exactly)"
+            )
         changed = settings_changed(props.get(PROP_SETTINGS), self.settings)
         if changed:
             return f"the session's settings differ from the build's: {changed}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from dbt_ivm.session_lock import SESSION_LOCK
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -73,7 +75,8 @@ def quiet(spark: Any) -> None:
 
 
 class SparkDatabase:
-    """`maintain.Database` over a SparkSession."""
+    """`maintain.Database` over a SparkSession; each statement under `SESSION_LOCK` shared, as
+    the adapter's are."""
 
     def __init__(self, spark: Any):
         self.spark = spark
@@ -81,8 +84,10 @@ class SparkDatabase:
 
     def execute(self, sql: str) -> None:
         self.log.append(sql)
-        self.spark.sql(sql)
+        with SESSION_LOCK.shared():
+            self.spark.sql(sql)
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         self.log.append(sql)
-        return [r.asDict() for r in self.spark.sql(sql).collect()]
+        with SESSION_LOCK.shared():
+            return [r.asDict() for r in self.spark.sql(sql).collect()]

@@ -1,9 +1,10 @@
 """The normalized SQL of every accepted case returns what the model's own SQL returns, on Spark.
 
-`analyze` rewrites a model (qualifies, expands stars, merges CTEs and subqueries, folds
-constants, turns outer joins that a predicate nullifies into inner ones, keeps the model's
-spelling of output names). The refresh algorithms run `plan.normalized_sql`, so any
-difference from the model's SQL would be a silent wrong result. For each accepted case of
+`analyze` rewrites a model (qualifies, expands stars, writes JOIN ... USING as Spark resolves
+it, merges CTEs and subqueries, turns outer joins that a predicate nullifies into inner ones,
+keeps the model's spelling of output names; predicates stay as written). The refresh
+algorithms run `plan.normalized_sql`, so any difference from the model's SQL would be a
+silent wrong result. For each accepted case of
 tests/unit/cases.py and each of a few generated data sets (NULLs in join and group keys,
 duplicate rows, empty tables), both queries must return the same column names, the same
 column types and the same multiset of rows.

@@ -4,6 +4,7 @@ state that fails loudly instead of producing a wrong view."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 import pytest
 
@@ -775,3 +776,126 @@ def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, 
     spark.sql(f"drop view if exists {DB}.flip")
     for t in ("flip__ivm", "r", "s"):
         spark.sql(f"drop table if exists {DB}.{t}")
+
+
+def _rows(spark, sql):
+    return sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+
+
+def test_sums_past_their_type_keep_spark_s_value_under_both_ansi_settings(spark, spark_db):
+    """A DECIMAL(38, 0) group whose sum overflows (Spark's SUM: NULL without ANSI, an error with
+    it) and comes back in range; a change whose sum added less sum removed overflows while the
+    group's sum does not; six epoch nanoseconds, whose AVG Spark sums in DOUBLE and whose SUM
+    wraps without ANSI. After every change each view equals the model's SQL, or both fail."""
+    big, ns = "30000000000000000000000000000000000000", 1_700_000_000_000_000_000 // 4096 * 4096
+    views = {
+        "s": f"select g, sum(m) as sm, sum(ns) as sn, count(m) as c from {DB}.n group by g",
+        "a": f"select g, avg(ns) as an, count(*) as n from {DB}.n group by g",
+    }
+    steps = [
+        [
+            f"insert into {DB}.n values (1, {big}, {ns}), (1, {big}, {ns + 4096}), (2, 1, 1), "
+            f"(3, -5{big[1:]}, 1), (3, 2{big[1:]}, 2)"
+        ],
+        [  # group 1: 3 + 3 + 4.5 (E37) overflows, and its six ns sum past 2^63
+            f"insert into {DB}.n values (1, 45{big[2:]}, {ns + 2 * 4096}), (1, NULL, {ns + 3 * 4096}), "
+            f"(1, NULL, {ns + 4 * 4096}), (1, NULL, {ns + 5 * 4096})",
+            # group 3: -5E37 becomes 6E37: the change adds 6E37 and removes -5E37 (1.1E38 apart)
+            f"update {DB}.n set m = 6{big[1:]} where m = -5{big[1:]}",
+        ],
+        [f"delete from {DB}.n where m = 45{big[2:]}"],  # group 1 back in range: 6E37
+    ]
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    try:
+        for setting in ("false", "true"):
+            spark.conf.set("spark.sql.ansi.enabled", setting)
+            spark.sql(f"drop table if exists {DB}.n")
+            for name in views:
+                spark.sql(f"drop view if exists {DB}.{name}")
+                spark.sql(f"drop table if exists {DB}.{name}__ivm")
+            spark.sql(f"create table {DB}.n (g int, m decimal(38, 0), ns bigint) {CDF}")
+            for number, step in enumerate(steps):
+                for statement in step:
+                    spark.sql(statement)
+                for name, sql in views.items():
+                    where = f"ANSI {setting}, step {number}, view {name}"
+                    try:
+                        expected = _rows(spark, sql)
+                    except Exception as e:  # the model's own SQL fails: so does the refresh
+                        assert setting == "true" and "ARITHMETIC_OVERFLOW" in str(e), (where, e)
+                        with pytest.raises(Exception, match=r"ARITHMETIC_OVERFLOW|NUMERIC_VALUE_OUT_OF_RANGE"):
+                            mv(spark_db, name, sql).materialize()
+                        continue
+                    assert mv(spark_db, name, sql).materialize().action != "no changes", where
+                    assert _rows(spark, f"select * from {DB}.{name}") == expected, where
+            assert _rows(spark, views["s"])[0][:2] == (1, Decimal(2 * int(big)))
+            assert _rows(spark, views["s"])[2][:2] == (3, Decimal(8 * int(big) // 3))
+            assert _rows(spark, views["a"])[0][1] == (5 * ns + 13 * 4096) / 5
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+        spark.sql(f"drop database if exists {DB} cascade")
+
+
+def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spark_db):
+    """Each view is built before the rows that tell the two readings apart come, and refreshed.
+
+    Predicates run as written (ANSI off, as dbt-spark sets it): `x + 0.05 >= 0.4` folded to
+    `x >= 0.4 - 0.05` compares with a DECIMAL 0.35 and keeps x = 0.35, whose DOUBLE sum is below
+    0.4 (in WHERE, and in an outer join's ON: matched instead of padded); `id + 1 > 3` as `id > 2`
+    keeps 2147483647, whose id + 1 wraps around.
+    JOIN ... USING joins as Spark does: after `ua FULL JOIN ub USING (k)` the next USING (k)
+    compares COALESCE(ua.k, ub.k), after a RIGHT join ub.k; joined on ua.k, the b7 and c7 rows of
+    k = 7 (no ua row) stay apart, and the RIGHT join after it becomes an inner one."""
+    tables = {
+        "p": ("id int, x double", "(1, 0.5), (2, 0.1)"),
+        "q": ("id int, w string", "(1, 'q1'), (3, 'q3'), (4, 'q4'), (2147483647, 'max')"),
+        "ua": ("k int, v string", "(1, 'a1'), (null, 'an')"),
+        "ub": ("k int, v string", "(1, 'b1'), (2, 'b2')"),
+        "uc": ("k int, v string", "(2, 'c2'), (3, 'c3')"),
+    }
+    using = "{db}.ua {0} join {db}.ub using (k) {0} join {db}.uc using (k)"
+    columns = "k, ua.v as av, ub.v as bv, uc.v as cv"
+    views = {
+        "pred": (f"select id, x from {DB}.p where x + 0.05 >= 0.4 and id + 1 > 3", {(4, 0.36)}),
+        "pred_on": (
+            f"select q.id, q.w, p.x from {DB}.q q left join {DB}.p p on p.id = q.id and p.x + 0.05 >= 0.4",
+            {(1, "q1", 0.5), (3, "q3", None), (4, "q4", 0.36), (2147483647, "max", 0.5)},
+        ),
+        "u_full": (
+            f"select {columns} from " + using.format("full", db=DB),
+            {(1, "a1", "b1", None), (None, "an", None, None), (2, None, "b2", None), (7, None, "b7", "c7")}
+            | {(3, None, None, "c3")},
+        ),
+        "u_right": (
+            f"select {columns} from " + using.format("right", db=DB),
+            {(3, None, None, "c3"), (7, None, "b7", "c7")},
+        ),
+        "u_agg": (
+            "select k, count(*) as n, count(uc.v) as nc from " + using.format("full", db=DB) + " group by k",
+            {(1, 1, 0), (None, 1, 0), (2, 1, 0), (7, 1, 1), (3, 1, 1)},
+        ),
+    }
+    spark.sql(f"create database if not exists {DB}")
+    try:
+        for t, (cols, rows) in tables.items():
+            spark.sql(f"drop table if exists {DB}.{t}")
+            spark.sql(f"create table {DB}.{t} ({cols}) {CDF}")
+            spark.sql(f"insert into {DB}.{t} values {rows}")
+        for name, (sql, _) in views.items():
+            mv(spark_db, name, sql).materialize()
+        spark.sql(f"insert into {DB}.p values (3, 0.35), (4, 0.36), (2147483647, 0.5)")
+        spark.sql(f"insert into {DB}.ub values (7, 'b7')")
+        spark.sql(f"insert into {DB}.uc values (7, 'c7')")
+        spark.sql(f"delete from {DB}.uc where k = 2")
+        for name, (sql, rows) in views.items():
+            assert mv(spark_db, name, sql).materialize().action == "refreshed"
+            assert {tuple(r) for r in spark.sql(f"select * from {DB}.{name}").collect()} == rows, name
+            assert_consistent(spark, spark_db, name)
+    finally:
+        for name in views:
+            spark.sql(f"drop view if exists {DB}.{name}")
+            spark.sql(f"drop table if exists {DB}.{name}__ivm")
+        for t in tables:
+            spark.sql(f"drop table if exists {DB}.{t}")

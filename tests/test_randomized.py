@@ -14,13 +14,31 @@ from sqlglot import exp
 from dbt_ivm import render
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms
 from tests import harness as harness_module
-from tests.harness import AGGREGATES, COERCED, JOINS, KEYED, OR, OS, OUTER, SINGLE, A, B, Family, Harness, T, View
+from tests.harness import (
+    AGGREGATES,
+    COERCED,
+    JOINS,
+    KEYED,
+    LIMITS,
+    OR,
+    OS,
+    OUTER,
+    SINGLE,
+    USING,
+    A,
+    AnsiHarness,
+    B,
+    Family,
+    Harness,
+    T,
+    View,
+)
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4}
+SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
 # x4, x9, x3, x13, x15 views: 240 + 1035 + 450 + 1040 + 1125 checks
-STRESS = {"single": 60, "joins": 115, "keyed": 150, "aggregates": 80, "outer": 75, "coerced": 60}
+STRESS = {"single": 60, "joins": 115, "keyed": 150, "aggregates": 80, "outer": 75, "coerced": 60, "using": 60}
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:
@@ -42,14 +60,27 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
         assert report.adoptions > 0, "no new row's only match went in the same round"
 
 
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING], ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
 
 
+def test_randomized_sums_near_their_limits_under_both_ansi_settings(spark, spark_db, request):
+    """DECIMAL(38, 0) and BIGINT sums that pass their type's limit and come back (`harness.LIMITS`)."""
+    for ansi in ("false", "true"):
+        seed = request.config.getoption("--seed") or 7
+        harness = AnsiHarness(spark, spark_db, LIMITS, seed, ansi=ansi)
+        report = harness.run(request.config.getoption("--rounds") or 3)
+        print(f"\nANSI {ansi}: {report.summary()}, {harness.overflows} checks where the model overflowed")
+        harness.drop()
+        assert not report.mismatches, [(m.round, m.view, m.diff[:3]) for m in report.mismatches[:5]]
+        assert report.refreshes > 0
+        assert ansi == "false" or harness.overflows > 0, "no sum passed its type's limit"
+
+
 @pytest.mark.stress
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING], ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
     _run(

@@ -31,10 +31,12 @@ from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.joins import narrowing
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
+from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
     HIDDEN_PREFIX,
+    INTEGRAL_TYPES,
     Aggregate,
     AggregateFunction,
     TableName,
@@ -61,6 +63,19 @@ def _removed(agg: Aggregate) -> str:
 
 def _non_finite(agg: Aggregate) -> str:
     return f"{HIDDEN_PREFIX}nf_{agg.index}"
+
+
+def _overflow(agg: Aggregate) -> str:
+    """1 where the change's sum added or removed overflowed its type (see `delta_select`)."""
+    return f"{HIDDEN_PREFIX}o_{agg.index}"
+
+
+EXACT_SUM = exp.DataType.build("decimal(38,0)")
+
+
+def _summed(agg: Aggregate, argument: exp.Expr) -> exp.Expr:
+    """What the state sums: the argument, cast to DECIMAL(38, 0) for an exact AVG."""
+    return exp.Cast(this=argument, to=EXACT_SUM.copy()) if agg.exact else argument
 
 
 def _recomputed(name: str) -> str:
@@ -150,6 +165,10 @@ class Recompute:
 
     every_group: bool  # an aggregate without a rule, or a sum Spark would round when adding
     float_sums: frozenset[int]  # SUM/AVG over floating point: recompute where NaN/Inf was removed
+    # SUM/AVG kept as BIGINT or DECIMAL: recompute where the change's sum overflowed
+    checked_sums: frozenset[int] = frozenset()
+    # and those kept as DECIMAL: also where the stored sum overflowed (NULL over non-NULL values)
+    decimal_sums: frozenset[int] = frozenset()
 
 
 def _keys(plan: ViewPlan) -> list[str]:
@@ -190,7 +209,7 @@ def _state(agg: Aggregate) -> list[exp.Expr]:
         return [count.as_(ident(agg.non_null))] if count else []
     if agg.function in (F.SUM, F.AVG):
         assert count is not None and arg is not None
-        return [count.as_(ident(agg.non_null)), exp.Sum(this=arg).as_(ident(agg.value))]
+        return [count.as_(ident(agg.non_null)), exp.Sum(this=_summed(agg, arg)).as_(ident(agg.value))]
     if agg.function in EXTREMES or agg.function is F.RECOMPUTED:
         return [agg.call.copy().as_(ident(agg.value))]
     return []  # COUNT(*): the group's count
@@ -240,7 +259,7 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
 def _rows(plan: ViewPlan) -> exp.Select:
     """The view's rows before grouping: group keys and the arguments of the aggregates with a rule."""
     keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
-    args = [a.argument.copy().as_(ident(_argument(a))) for a in plan.aggregates if a.argument is not None]
+    args = [_summed(a, a.argument.copy()).as_(ident(_argument(a))) for a in plan.aggregates if a.argument is not None]
     return _ungrouped(plan).select(*keys, *args, copy=False)
 
 
@@ -261,6 +280,7 @@ def delta_select(
     flips: frozenset[int] = frozenset(),
     stage: Stage | None = None,
     narrow: Narrowing | None = None,
+    checked_sums: frozenset[int] = frozenset(),
 ) -> exp.Select | None:
     """Per touched group: the count's delta, each aggregate's state delta, and for MIN/MAX the
     extreme of the values added (`__ivm_a_<k>`) and of those removed (`__ivm_del_<k>`).
@@ -269,7 +289,10 @@ def delta_select(
     the sum added less the sum removed, each a SUM of the arguments (no product `x * d`, which
     widens a DECIMAL, and no `-x`, which overflows an INT's smallest value). For SUM and AVG over
     floating point (`float_sums`), `__ivm_nf_<k>` counts removed NaN and infinite values: a sum
-    cannot subtract them (NaN - NaN is NaN), so those groups are recomputed.
+    cannot subtract them (NaN - NaN is NaN), so those groups are recomputed. For SUM and AVG kept
+    as BIGINT or DECIMAL (`checked_sums`) the sums and their difference are `try_` arithmetic, and
+    `__ivm_o_<k>` is 1 where one overflowed (under either ANSI setting: no error, no wrap, no
+    NULL taken for nothing): those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
     rows = delta_terms(
@@ -288,7 +311,9 @@ def delta_select(
         if agg.function in (F.COUNT, F.SUM, F.AVG):
             counted = _if(exp.Is(this=x.copy(), expression=exp.Null()), lit(0), d.copy())
             measures.append(_zero_if_null(exp.Sum(this=counted)).as_(ident(agg.non_null)))
-        if agg.function in (F.SUM, F.AVG):
+        if agg.function in (F.SUM, F.AVG) and agg.index in checked_sums:
+            measures += _checked_delta(agg, x, added, removed)
+        elif agg.function in (F.SUM, F.AVG):
             plus = exp.Sum(this=_if(added.copy(), x.copy(), exp.Null()))
             minus = exp.Sum(this=_if(removed.copy(), x.copy(), exp.Null()))
             measures.append(_combine(plus, minus, exp.Sub).as_(ident(agg.value)))
@@ -311,6 +336,7 @@ def delta_select(
     firsts = {_slot(plan, a): a for a in reversed(extremes)}
     values = [col(_argument(firsts[j])) for j in range(len(firsts))]
     counts = _counts(plan) | {_non_finite(a) for a in plan.aggregates if a.index in float_sums}
+    counts |= {_overflow(a) for a in plan.aggregates if a.index in checked_sums}
     select = _of_groups(plan, _by_values(select, keys, values), [str(m.alias) for m in measures], counts)
     net = col(COUNT_COLUMN)
     for agg in extremes:
@@ -325,6 +351,27 @@ def delta_select(
             copy=False,
         )
     return select
+
+
+def _checked_delta(agg: Aggregate, x: exp.Expr, added: exp.Expr, removed: exp.Expr) -> list[exp.Expr]:
+    """A BIGINT or DECIMAL sum's delta: `try_sum` of the values added less `try_sum` of those
+    removed (`try_subtract`; NULL when neither side has a value), and `__ivm_o_<k>`, 1 where a
+    side with values, or their difference, is NULL: it overflowed."""
+
+    def side(which: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
+        values = _if(which.copy(), x.copy(), exp.Null())
+        return func("try_sum", values), exp.GT(this=exp.Count(this=values.copy()), expression=lit(0))
+
+    (plus, some_plus), (minus, some_minus) = side(added), side(removed)
+    none = exp.and_(exp.Is(this=plus.copy(), expression=exp.Null()), exp.Is(this=minus.copy(), expression=exp.Null()))
+    difference = func("try_subtract", _zero_if_null(plus.copy()), _zero_if_null(minus.copy()))
+    value = _if(none, exp.Null(), difference)
+    overflowed = exp.or_(
+        exp.and_(some_plus, exp.Is(this=plus.copy(), expression=exp.Null())),
+        exp.and_(some_minus, exp.Is(this=minus.copy(), expression=exp.Null())),
+        exp.and_(exp.not_(none.copy()), exp.Is(this=value.copy(), expression=exp.Null())),
+    )
+    return [value.as_(ident(agg.value)), _if(overflowed, lit(1), lit(0)).as_(ident(_overflow(agg)))]
 
 
 def _combine(a: exp.Expr, b: exp.Expr, op: type[exp.Add] | type[exp.Sub]) -> exp.Expr:
@@ -351,9 +398,11 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
 
     Every one when `rules.every_group`; else those whose stored MIN or MAX is among the values
     the change removed (an equal value removed counts: the copies left are unknown), or is NULL or
-    not stored while a value was removed (a join's terms can add and remove the same row), and
-    those that lost a NaN or infinite value of a floating-point sum. Groups whose removed values
-    all lie inside the extreme keep it: only these groups of the view are read (a join on keys).
+    not stored while a value was removed (a join's terms can add and remove the same row),
+    those that lost a NaN or infinite value of a floating-point sum, those whose change overflowed
+    a BIGINT or DECIMAL sum, and those whose stored DECIMAL sum overflowed (NULL over non-NULL
+    values: `_stored_overflow`). Groups whose removed values all lie inside the extreme keep it:
+    only these groups of the view are read (a join on keys).
     """
     keys = [col(k, "s") for k in _keys(plan)]
     select = exp.select(*keys) if keys else exp.select(lit(1).as_("one"))
@@ -374,6 +423,10 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
             lost.append(exp.and_(exp.not_(exp.Is(this=removed, expression=exp.Null())), exp.paren(within)))
         if agg.index in rules.float_sums:
             lost.append(exp.GT(this=col(_non_finite(agg), "s"), expression=lit(0)))
+        if agg.index in rules.checked_sums:
+            lost.append(exp.GT(this=col(_overflow(agg), "s"), expression=lit(0)))
+        if agg.index in rules.decimal_sums:
+            lost.append(_stored_overflow(agg, "t"))
     stored_rows = backing.to_table()
     stored_rows.set("alias", exp.TableAlias(this=ident("t")))
     joined = select.join(stored_rows, on=_match(plan, "s", "t"), join_type="left")
@@ -382,6 +435,15 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
         count = exp.Add(this=_zero_if_null(col(COUNT_COLUMN, "t")), expression=col(COUNT_COLUMN, "s"))
         condition = exp.and_(exp.NEQ(this=count, expression=lit(0)), exp.paren(condition))
     return joined.where(condition)
+
+
+def _stored_overflow(agg: Aggregate, table: str | None = None) -> exp.Expr:
+    """A stored DECIMAL sum that overflowed (with ANSI off Spark's SUM is then NULL): NULL while
+    the group has non-NULL values. Its true value is unknown: the group is recomputed."""
+    return exp.and_(
+        exp.Is(this=col(agg.value, table), expression=exp.Null()),
+        exp.GT(this=col(agg.non_null, table), expression=lit(0)),
+    )
 
 
 def _new_extreme(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
@@ -445,11 +507,19 @@ def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str)
     return select.subquery(ident(alias))
 
 
-def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: str | None) -> exp.Merge:
+def merge_statement(
+    plan: ViewPlan, backing: TableName, delta: str, recomputed: str | None, rules: Recompute | None = None
+) -> exp.Merge:
     """Add each group's deltas; delete a group whose count reaches 0 (not the global row); insert
     new ones (a group absent before and after, whose rows a join's terms added and removed, is
     left out). A recomputed group (`recomputed`, from `recompute_select`) takes its whole
     recomputed state. A count that would go negative is corrupt state, loudly.
+
+    A BIGINT or DECIMAL sum adds with Spark's `+`, as Spark's SUM adds: an overflow is an error
+    under ANSI; without it a BIGINT wraps (as SUM does: the wrapped sums add up to SUM's wrapped
+    value) and a DECIMAL is NULL, as SUM is, and `lost_groups` recomputes that group at its next
+    change. A group that is not recomputed while its stored or delta sum overflowed (`rules`)
+    fails the MERGE: a sum is never added to a NULL that stands for an overflow.
     """
     t, s = "t", "s"
     corrupt = (
@@ -476,6 +546,12 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
             # removed the same values (their difference is 0, not NULL)
             none = exp.EQ(this=col(agg.non_null, s), expression=lit(0))
             inserts[agg.value] = _if(none, exp.Null(), col(agg.value, s))
+            if rules is not None and agg.index in rules.checked_sums:
+                overflowed = exp.GT(this=col(_overflow(agg), s), expression=lit(0))
+                stored = _stored_overflow(agg, t) if agg.index in rules.decimal_sums else exp.false()
+                lost = f"fast_mv {backing}: {agg.call.sql(dialect=DIALECT)} overflowed and its group was not recomputed"
+                sets[agg.value] = _if(exp.or_(overflowed, stored), func("raise_error", lit(lost)), sets[agg.value])
+                inserts[agg.value] = _if(overflowed.copy(), func("raise_error", lit(lost)), inserts[agg.value])
         if agg.function in EXTREMES:
             sets[agg.value] = _new_extreme(agg, t, s)
             inserts[agg.value] = col(agg.value, s)
@@ -525,18 +601,31 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str, recomputed: 
     )
 
 
-def delta_stats(plan: ViewPlan, delta: str, float_sums: frozenset[int] = frozenset()) -> exp.Select:
-    """Groups touched, and how many removed a value that may force a recompute (an extreme's
-    value, or a NaN or infinity of a floating-point sum)."""
+def delta_stats(
+    plan: ViewPlan, delta: str, rules: Recompute | None = None, backing: TableName | None = None
+) -> exp.Select:
+    """Groups touched, how many removed a value that may force a recompute (an extreme's value,
+    or a NaN or infinity of a floating-point sum) or overflowed a BIGINT or DECIMAL sum, and how
+    many stored groups hold a DECIMAL sum that overflowed (`overflowed`, read from `backing`:
+    a filter on NULL, which Delta's file statistics mostly skip)."""
+    rules = rules or Recompute(False, frozenset())
     removing: list[exp.Expr] = [
         exp.not_(exp.Is(this=col(_removed(a)), expression=exp.Null()))
         for a in plan.aggregates
         if a.function in EXTREMES
     ]
-    removing += [exp.GT(this=col(_non_finite(a)), expression=lit(0)) for a in plan.aggregates if a.index in float_sums]
+    for a in plan.aggregates:
+        if a.index in rules.float_sums:
+            removing.append(exp.GT(this=col(_non_finite(a)), expression=lit(0)))
+        if a.index in rules.checked_sums:
+            removing.append(exp.GT(this=col(_overflow(a)), expression=lit(0)))
     stats = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(delta))
     if removing:
         stats = stats.select(func("count_if", exp.or_(*removing)).as_("removing"))
+    decimals = [_stored_overflow(a) for a in plan.aggregates if a.index in rules.decimal_sums]
+    if decimals and backing is not None:
+        stored = exp.select(exp.Count(this=exp.Star())).from_(backing.to_table()).where(exp.or_(*decimals))
+        stats = stats.select(exp.Subquery(this=stored).as_("overflowed"))
     return stats
 
 
@@ -546,14 +635,18 @@ def state_types(plan: ViewPlan) -> exp.Select:
 
 
 def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:
-    """From the state's Spark types: sums over floating point, and DECIMAL sums of precision 38 and
+    """From the state's Spark types: sums over floating point, DECIMAL sums of precision 38 and
     scale above 6, which Spark rounds when it adds two of them (the sum's type has no room for
-    the carry, and the addition gives up scale): their groups are recomputed, never added to."""
+    the carry, and the addition gives up scale): their groups are recomputed, never added to;
+    and the sums kept as BIGINT or DECIMAL, whose overflow is checked (`checked_sums`,
+    `decimal_sums`)."""
     sums = [a for a in plan.aggregates if a.function in (F.SUM, F.AVG)]
     lossy = [a for a in sums if (m := DECIMAL.match(types.get(a.value, ""))) and int(m[1]) >= 38 and int(m[2]) > 6]
     floats = frozenset(a.index for a in sums if types.get(a.value, "").lower() in ("double", "float"))
+    decimals = frozenset(a.index for a in sums if DECIMAL.match(types.get(a.value, "")))
+    checked = decimals | {a.index for a in sums if types.get(a.value, "").lower() == "bigint"}
     rule_less = any(a.function is F.RECOMPUTED for a in plan.aggregates)
-    return Recompute(rule_less or bool(lossy), floats)
+    return Recompute(rule_less or bool(lossy), floats, checked, decimals)
 
 
 # --- the user's rows -------------------------------------------------------------------------
@@ -611,16 +704,35 @@ def _from_state(expr: exp.Expr, plan: ViewPlan, avg_types: Mapping[int, str]) ->
     return replace(expr)
 
 
+def _argument_type(agg: Aggregate) -> str:
+    return f"{HIDDEN_PREFIX}type_{agg.index}"
+
+
 def average_types(plan: ViewPlan) -> exp.Select | None:
-    """A query whose described types are Spark's AVG result types of the view's AVG arguments."""
+    """A query whose described types are Spark's AVG result types of the view's AVG arguments
+    (`__ivm_x_<k>`) and the arguments' own types (`__ivm_type_<k>`)."""
     avgs = [a for a in plan.aggregates if a.function is F.AVG]
     if not avgs:
         return None
     assert all(a.argument is not None for a in avgs)
     return _ungrouped(plan).select(
         *[exp.Avg(this=a.argument.copy()).as_(ident(_argument(a))) for a in avgs if a.argument is not None],
+        *[exp.Min(this=a.argument.copy()).as_(ident(_argument_type(a))) for a in avgs if a.argument is not None],
         copy=False,
     )
+
+
+def check_exact(plan: ViewPlan, described: Mapping[str, str]) -> None:
+    """An AVG sums exactly (`Aggregate.exact`, from sqlglot's type inference) exactly when Spark
+    types its argument as an integer; where they disagree, the model is refused."""
+    for agg in (a for a in plan.aggregates if a.function is F.AVG):
+        integral = described[_argument_type(agg)].lower() in INTEGRAL_TYPES
+        if integral != agg.exact:
+            raise UnsupportedView(
+                f"{agg.call.sql(dialect=DIALECT)}: the type of its argument could not be inferred "
+                f"(Spark: {described[_argument_type(agg)]})",
+                "cast the argument to its type in the model, e.g. AVG(CAST(... AS BIGINT))",
+            )
 
 
 def view_select(plan: ViewPlan, backing: TableName, avg_types: Mapping[int, str]) -> exp.Select:
@@ -649,6 +761,7 @@ class AggregateRules:
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
         probe = average_types(plan)
         described = describe(probe) if probe is not None else {}
+        check_exact(plan, described)
         avg_types = {a.index: described[_argument(a)] for a in plan.aggregates if a.function is F.AVG}
         return view_select(plan, backing, avg_types)
 
@@ -661,19 +774,28 @@ class AggregateRules:
         narrow = narrowing(refresh)
         flips, flipped = decide_flips(refresh, narrow) if has_outer_join(plan.tree) else (frozenset(), "")
         delta = delta_select(
-            plan, refresh.old, refresh.new, refresh.staged, rules.float_sums, flips, stager(refresh), narrow
+            plan,
+            refresh.old,
+            refresh.new,
+            refresh.staged,
+            rules.float_sums,
+            flips,
+            stager(refresh),
+            narrow,
+            rules.checked_sums,
         )
         assert delta is not None
         name = refresh.temp("delta")
         refresh.run(cache_as(name, delta))
-        recomputed, groups, removing, touched = None, 0, 0, ""
+        recomputed, groups, removing, overflowed, touched = None, 0, 0, 0, ""
         extremes = any(a.function in EXTREMES for a in plan.aggregates)
-        if rules.every_group or extremes or rules.float_sums:  # else a MERGE of no rows changes nothing
-            stats = refresh.query(sql(delta_stats(plan, name, rules.float_sums)))[0]
+        if rules.every_group or extremes or rules.float_sums or rules.checked_sums:  # else the MERGE is all
+            stats = refresh.query(sql(delta_stats(plan, name, rules, refresh.backing)))[0]
             if int(stats["n"]) == 0:
                 return Write("empty", empty_commit(refresh.backing), 0, 0)
             removing, touched = int(stats.get("removing") or 0), f"{stats['n']} groups touched, "
-        if rules.every_group or removing:
+            overflowed = int(stats.get("overflowed") or 0)
+        if rules.every_group or removing or overflowed:
             # counted first, uncached: with counted extremes most refreshes lose no group
             lost = lost_groups(plan, refresh.backing, name, rules)
             counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(lost.subquery(ident(f"{HIDDEN_PREFIX}l")))
@@ -683,7 +805,7 @@ class AggregateRules:
                 refresh.run(cache_as(cached, lost))
                 refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, cached)))
         detail = f"{touched}{groups} recomputed from the sources" + (f"; {flipped}" if flipped else "")
-        return Write("merge", merge_statement(plan, refresh.backing, name, recomputed), detail=detail)
+        return Write("merge", merge_statement(plan, refresh.backing, name, recomputed, rules), detail=detail)
 
     def append_statement(
         self,
@@ -728,8 +850,10 @@ class AggregateRules:
             lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rule}")
         lines.append(
             "    recomputed groups (from the sources at the pinned versions) take their whole state from the "
-            "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, and DECIMAL "
-            "sums of precision 38 and scale above 6 recompute every touched group (Spark rounds their additions)"
+            "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, BIGINT and DECIMAL "
+            "sums a group whose change overflowed them (try_sum) or whose stored DECIMAL sum overflowed (NULL over "
+            "non-NULL values), and DECIMAL sums of precision 38 and scale above 6 recompute every touched group "
+            "(Spark rounds their additions)"
         )
         lines.append(
             "    apply: one MERGE of the group deltas (count 0: delete the group"

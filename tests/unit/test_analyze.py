@@ -181,7 +181,7 @@ def test_right_join_keeps_its_on_predicate():
     plan = analyze("select o.id from eq_shop.orders o right join eq_shop.customers c on o.customer_id = c.id", SHOP)
     assert isinstance(plan.tree, OuterJoin)
     assert plan.tree.kind == "left"
-    assert plan.tree.on.sql("spark") == "`c`.`id` = `o`.`customer_id`"
+    assert plan.tree.on.sql("spark") == "`o`.`customer_id` = `c`.`id`"
     assert "RIGHT JOIN" in plan.normalized_sql
 
 
@@ -203,7 +203,7 @@ def test_inner_group_keeps_its_predicates():
     )
     assert isinstance(plan.tree, InnerGroup)
     assert [p.sql("spark") for p in plan.tree.predicates] == [
-        "`c`.`id` = `o`.`customer_id`",
+        "`o`.`customer_id` = `c`.`id`",
         "`c`.`region_id` = `r`.`id`",
     ]
 
@@ -216,10 +216,12 @@ def test_where_is_kept_apart():
 
 def test_definition_hash_follows_meaning_not_spelling():
     a = analyze("select id, amount from eq_shop.orders where amount > 1", SHOP)
-    b = analyze("SELECT ID as id, AMOUNT as amount FROM EQ_SHOP.ORDERS WHERE 1 + 0 < orders.amount", SHOP)
+    b = analyze("SELECT ID as id, AMOUNT as amount FROM EQ_SHOP.ORDERS WHERE Orders.Amount > 1", SHOP)
     c = analyze("select id, amount from eq_shop.orders where amount > 2", SHOP)
+    d = analyze("select id, amount from eq_shop.orders where 1 + 0 < amount", SHOP)  # runs as written
     assert a.definition_hash == b.definition_hash
     assert a.definition_hash != c.definition_hash
+    assert a.definition_hash != d.definition_hash
 
 
 def test_source_tables():

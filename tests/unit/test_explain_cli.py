@@ -56,7 +56,7 @@ def test_inner_join_model(files, capsys):
         "  INNER JOIN group",
         "    o = eq_shop.orders [preserved]",
         "    c = eq_shop.customers [preserved]",
-        "    ON `c`.`id` = `o`.`customer_id`",
+        "    ON `o`.`customer_id` = `c`.`id`",
     ]
     assert "where: `o`.`amount` > 10" in lines
     assert "columns: order_id, customer" in lines
@@ -80,7 +80,7 @@ def test_outer_join_model_shows_the_normalized_tree_and_sides(files, capsys):
     assert "[0] o = eq_shop.orders (null-supplied)" in out
     steps = out[out.index("refresh steps:") :]
     assert "o (null-supplied): net change feed" in steps and "c (preserved): net change feed" in steps
-    assert "left join on `c`.`id` = `o`.`customer_id`: change rows joined with c" in steps
+    assert "left join on `o`.`customer_id` = `c`.`id`: change rows joined with c" in steps
     assert "NS-compensation: the padded rows of the c rows a change row matches" in steps
     assert "change rows left-joined with o (unmatched: padded)" in steps
 

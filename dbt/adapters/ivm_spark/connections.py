@@ -1,11 +1,15 @@
-"""Profile `type: ivm_spark`: dbt-spark's credentials and connections, under our type name."""
+"""Profile `type: ivm_spark`: dbt-spark's credentials and connections, under our type name;
+every statement runs under `SESSION_LOCK` shared (see `dbt_ivm.session_lock`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod, SparkCredentials
+
+from dbt_ivm.session_lock import SESSION_LOCK
 
 
 @dataclass
@@ -25,6 +29,16 @@ class IvmSparkConnectionManager(SparkConnectionManager):
         if getattr(creds, "method", None) == SparkConnectionMethod.SESSION:
             _quiet_session(creds.server_side_parameters)
         return connection
+
+    def add_query(self, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        """Every statement dbt runs (models, hooks, tests, introspection, fast_mv's own) goes
+        through here: it waits while fast_mv's session-wide write settings are set by another
+        thread, and holds that window back until it has finished. Under the `thrift` method each
+        connection is its own server session unless the server runs in single-session mode; the
+        lock is taken under every method, so that mode is covered too, for the price of the
+        other threads' statements waiting out fast_mv's write."""
+        with SESSION_LOCK.shared():
+            return super().add_query(*args, **kwargs)
 
 
 def _quiet_session(conf: dict[str, str]) -> None:

@@ -70,7 +70,7 @@ FROM (
         XXHASH64(`cid`, `name`, `cid` IS NULL, `name` IS NULL) AS `__ivm_rid`
       FROM `db`.`c` VERSION AS OF 5
     ) AS `c`
-      ON `c`.`cid` = `o`.`cust`
+      ON `o`.`cust` = `c`.`cid`
     WHERE
       `o`.`amt` > 1
     UNION ALL
@@ -109,7 +109,7 @@ FROM (
       HAVING
         SUM(`__ivm_sign`) <> 0
     ) AS `c`
-      ON `c`.`cid` = `o`.`cust`
+      ON `o`.`cust` = `c`.`cid`
     WHERE
       `o`.`amt` > 1
   ) AS `__ivm_v`

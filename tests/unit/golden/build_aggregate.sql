@@ -22,7 +22,7 @@ JOIN (
     `name`
   FROM `db`.`c` VERSION AS OF 7
 ) AS `c`
-  ON `c`.`cid` = `o`.`cust`
+  ON `o`.`cust` = `c`.`cid`
 WHERE
   `o`.`id` > 0
 GROUP BY

@@ -73,7 +73,7 @@ FROM (
       `name`
     FROM `db`.`c` VERSION AS OF 5
   ) AS `c`
-    ON `c`.`cid` = `o`.`cust`
+    ON `o`.`cust` = `c`.`cid`
   WHERE
     `o`.`id` > 0
   UNION ALL
@@ -122,7 +122,7 @@ FROM (
     LATERAL VIEW
     EXPLODE(ARRAY_REPEAT(IF(`__ivm_d` > 0, 1, -1), CAST(ABS(`__ivm_d`) AS INT))) __ivm_e AS `__ivm_s`
   ) AS `c`
-    ON `c`.`cid` = `o`.`cust`
+    ON `o`.`cust` = `c`.`cid`
   WHERE
     `o`.`id` > 0
 ) AS `__ivm_t`

@@ -40,7 +40,7 @@ FROM (
     HAVING
       SUM(`__ivm_sign`) <> 0
   ) AS `c`
-    ON `c`.`cid` = `o`.`cust`
+    ON `o`.`cust` = `c`.`cid`
   WHERE
     `o`.`amt` > 1
 ) AS `__ivm_v`

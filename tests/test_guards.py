@@ -296,3 +296,42 @@ def test_a_source_dropped_and_created_again_rebuilds_under_auto(spark, spark_db,
     m, logs = runs(spark_db, "auto")
     assert m.materialize().action == "built" and any("dropped and created again" in x for x in logs), logs
     assert differences(spark, spark_db) == 0 and stored_rows(spark) == 100
+
+
+def test_a_source_replaced_by_create_or_replace_is_rebuilt_under_auto_and_read_whole_under_incremental(
+    spark, spark_db, sources
+):
+    """dbt's `table` materialization upstream of a fast_mv replaces its table on every run."""
+    replace = (
+        f"create or replace table {DB}.c {CDF} as select cast(id as int) as cid, concat('{{}}', id) as name "
+        "from range(15)"
+    )
+    mv(spark_db).materialize()
+    spark.sql(replace.format("r"))
+    m, logs = runs(spark_db, "auto")
+    assert m.materialize().action == "built"
+    assert any("a source was replaced" in line and "CREATE OR REPLACE" in line for line in logs), logs
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 150
+
+    spark.sql(replace.format("s"))
+    spark.sql(f"update {DB}.o set amt = amt + 1 where id % 10 = 3")
+    m, logs = runs(spark_db, "incremental")
+    assert m.materialize().action == "refreshed"
+    assert any("was replaced" in line and "whole change feed" in line for line in logs), logs
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 150
+
+
+def test_a_change_history_with_a_gap_rebuilds_under_auto_and_fails_under_incremental(spark, spark_db, sources):
+    mv(spark_db).materialize()
+    spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = false)")
+    spark.sql(f"delete from {DB}.o where id < 20")
+    spark.sql(f"alter table {DB}.o set tblproperties (delta.enableChangeDataFeed = true)")
+    spark.sql(f"insert into {DB}.o values (1000, 1, 9.5)")
+    version = storage_version(spark)
+    with pytest.raises(StateError, match=r"no longer readable.*--full-refresh"):
+        mv(spark_db).materialize()
+    assert storage_version(spark) == version  # nothing written
+    m, logs = runs(spark_db, "auto")
+    assert m.materialize().action == "built"
+    assert any("no longer readable" in line for line in logs), logs
+    assert differences(spark, spark_db) == 0 and stored_rows(spark) == 181

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbt_ivm.history import appended_rows, metric
+from dbt_ivm.history import appended_rows, changed_since, commits_after, metric, replaced
 
 
 def commit(version, operation="WRITE", blind=True, rows=3, text=False):
@@ -43,3 +43,60 @@ def test_anything_that_may_remove_rows_is_not_an_append():
 def test_a_commit_missing_from_the_history_is_not_an_append():
     assert appended_rows([commit(7), commit(5)], 5, 7) is None
     assert appended_rows([commit(9), commit(8)], 5, 7) is None  # newer commits only
+
+
+def op(at, operation, **params):
+    """A DESCRIBE HISTORY row with operation parameters (a map, as a Spark session returns)."""
+    return {"version": at, "operation": operation, "operationParameters": params}
+
+
+def test_commits_that_keep_the_rows_leave_the_storage_as_its_watermark_describes():
+    history = [op(7, "OPTIMIZE"), op(8, "SET TBLPROPERTIES"), op(9, "VACUUM START"), op(10, "VACUUM END")]
+    assert changed_since(history, 6, 10) == ""
+    assert changed_since([], 6, 6) == ""  # nothing after the watermark
+
+
+def test_a_commit_that_may_change_the_rows_is_named_with_its_version():
+    assert changed_since([op(7, "DELETE", predicate="id < 5")], 6, 7) == "DELETE at v7"
+    assert changed_since([op(7, "OPTIMIZE"), op(8, "UPDATE")], 6, 8) == "UPDATE at v8"
+    assert changed_since([op(7, "WRITE", mode="Overwrite")], 6, 7) == "WRITE (overwrite) at v7"
+    assert changed_since([op(7, "ADD COLUMNS")], 6, 7) == "ADD COLUMNS at v7"  # a schema change
+    assert changed_since([op(7, "SOMETHING NEW")], 6, 7) == "SOMETHING NEW at v7"  # unknown: may change rows
+    # a commit missing from the history read is not assumed harmless
+    assert changed_since([op(8, "OPTIMIZE")], 6, 8) == "v7 (not in the history read)"
+
+
+def test_a_restore_is_harmless_only_back_to_rows_the_watermark_describes():
+    # RESTORE to an older version: the rows the refreshes since had changed come back
+    assert changed_since([op(7, "RESTORE", version="3")], 6, 7) == "RESTORE to version 3 at v7"
+    assert changed_since([op(7, "RESTORE", timestamp="2026-01-01")], 6, 7) == "RESTORE to 2026-01-01 at v7"
+    # a DELETE by hand, then a RESTORE to the watermark's version (or an OPTIMIZE of it): harmless
+    assert changed_since([op(7, "DELETE"), op(8, "RESTORE", version="6")], 6, 8) == ""
+    assert changed_since([op(7, "OPTIMIZE"), op(8, "DELETE"), op(9, "RESTORE", version="7")], 6, 9) == ""
+    # a RESTORE to the version of the DELETE keeps the DELETE's rows
+    assert (
+        changed_since([op(7, "DELETE"), op(8, "RESTORE", version="7")], 6, 8)
+        == "DELETE at v7, RESTORE to version 7 at v8"
+    )
+    # thrift returns the parameters as text
+    text = {"version": 7, "operation": "RESTORE", "operationParameters": '{"version":"6","timestamp":null}'}
+    assert changed_since([{**text, "version": 8}, op(7, "DELETE")], 6, 8) == ""
+
+
+def test_a_source_replaced_wholesale_is_named():
+    assert replaced([op(5, "CREATE OR REPLACE TABLE AS SELECT")], 4, 6) == "CREATE OR REPLACE TABLE AS SELECT at v5"
+    assert replaced([op(5, "WRITE", mode="Overwrite")], 5, 5) == "WRITE (overwrite) at v5"
+    assert (
+        replaced([op(5, "TRUNCATE"), op(6, "RESTORE", version="2")], 5, 6)
+        == "TRUNCATE at v5, RESTORE to version 2 at v6"
+    )
+    # an overwrite of some rows only (replaceWhere), appends, deletes: not replacements
+    assert replaced([op(5, "WRITE", mode="Overwrite", predicate="d = 1")], 5, 5) == ""
+    assert replaced([op(5, "WRITE", mode="Append"), op(6, "DELETE"), op(7, "MERGE")], 5, 7) == ""
+    assert replaced([op(4, "CREATE OR REPLACE TABLE AS SELECT")], 5, 7) == ""  # before the range
+
+
+def test_commits_after_a_version_are_named_oldest_first():
+    history = [op(9, "OPTIMIZE"), op(8, "MERGE"), op(7, "WRITE", mode="Append")]
+    assert commits_after(history, 7) == "MERGE at v8, OPTIMIZE at v9"
+    assert commits_after(history, 9) == ""

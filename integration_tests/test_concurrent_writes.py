@@ -26,7 +26,7 @@ from dbt.tests.util import run_dbt
 
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt.adapters.ivm_spark.impl import _ConnectionDatabase
-from dbt_ivm.maintain import TXN_APP_CONF, TXN_VERSION_CONF
+from dbt_ivm.commit import TXN_APP_CONF, TXN_VERSION_CONF
 from integration_tests.fixtures import CDF, ITEMS_TABLE, SOURCES_YML, model, recompute
 
 pytestmark = pytest.mark.spark

@@ -23,8 +23,9 @@ from decimal import Decimal
 from typing import Any
 
 from dbt_ivm import render
+from dbt_ivm.catalog import backing_table
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, Outcome, StoredView, backing_table, consistency_sql, stored_view
+from dbt_ivm.maintain import Maintainer, Outcome, StoredView, consistency_sql, stored_view
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]

@@ -10,10 +10,11 @@ import pytest
 
 from benchmarks.run import CountingDatabase, execution_metrics, next_execution
 from dbt_ivm import layout, render
+from dbt_ivm.catalog import read_watermark, table_exists
 from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view, read_watermark, table_exists
+from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view
 from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
@@ -515,10 +516,10 @@ def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark
 
     from sqlglot import exp
 
-    from dbt_ivm import maintain
+    from dbt_ivm import inspection
 
     sql = f"select o.id, log10(o.amt + 1) as l from {DB}.o o"
-    real = maintain.analyze
+    real = inspection.analyze
 
     def altered(*args, **kwargs):
         plan = real(*args, **kwargs)
@@ -533,7 +534,7 @@ def test_the_consistency_test_catches_a_view_built_from_altered_sql(spark, spark
 
     mv(spark_db, "l", sql).materialize()
     assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() == 0
-    monkeypatch.setattr(maintain, "analyze", altered)
+    monkeypatch.setattr(inspection, "analyze", altered)
     mv(spark_db, "l", sql).materialize(full_refresh=True)
     assert spark.sql(consistency_sql(spark_db, TableName(DB, "l"))).count() > 0
     monkeypatch.undo()

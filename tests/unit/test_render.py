@@ -13,10 +13,7 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import analyze, layout, maintain, render, verbatim
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
-from dbt_ivm.errors import ConfigError, UnsupportedView
-from dbt_ivm.ir import OuterJoin, TableName
-from dbt_ivm.maintain import (
+from dbt_ivm.catalog import (
     CatalogEntry,
     backing_table,
     catalog_entries,
@@ -24,6 +21,9 @@ from dbt_ivm.maintain import (
     parse_describe_extended,
     parse_properties,
 )
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
+from dbt_ivm.errors import ConfigError, UnsupportedView
+from dbt_ivm.ir import OuterJoin, TableName
 from dbt_ivm.metadata import Watermark, latest_watermark
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -1,0 +1,326 @@
+"""What a run reads of the catalog and of Delta's history, and nothing it writes: the sources'
+descriptions, creation times and commits, the storage's properties and watermark, the session's
+settings, row counts. Every function takes a `Database` and only queries."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlglot import exp
+
+from dbt_ivm import render
+from dbt_ivm.errors import SourceError
+from dbt_ivm.history import appended_rows, changed_since
+from dbt_ivm.ir import TableName, ViewPlan
+from dbt_ivm.metadata import Watermark, latest_watermark
+
+BACKING_SUFFIX = "__ivm"
+# Commits of each source read when its version is pinned; they also tell a refresh whether
+# the source only appended since (more commits than this are read again, up to MAX_APPEND_COMMITS).
+# DESCRIBE HISTORY reads each commit it returns: 20 of a 10M-row fact's took 0.6-0.8 s, 5 0.4 s.
+HISTORY_ROWS = 10
+# Commits of the view's storage read for its watermark: the newest but for an OPTIMIZE or the like.
+VIEW_HISTORY_ROWS = 5
+MAX_APPEND_COMMITS = 100
+# Appended change rows up to this many are broadcast to the joins (an unstaged feed has no size).
+BROADCAST_ROWS = 100_000
+
+# Session settings that change what the model's SQL returns; recorded at build (see `session_settings`).
+MEANING_SETTINGS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.ansi.enabled",
+    "spark.sql.legacy.timeParserPolicy",
+    "spark.sql.timestampType",
+    "spark.sql.parser.escapedStringLiterals",
+    "spark.sql.caseSensitive",
+    "spark.sql.legacy.sizeOfNull",
+    "spark.sql.decimalOperations.allowPrecisionLoss",
+    "spark.sql.legacy.allowNegativeScaleOfDecimal",
+    "spark.sql.legacy.castComplexTypesToString.enabled",
+    "spark.sql.mapKeyDedupPolicy",
+    "spark.sql.legacy.statisticalAggregate",
+    "spark.sql.legacy.integerGroupingId",
+)
+
+
+class Database(Protocol):
+    def execute(self, sql: str) -> None: ...
+
+    def query(self, sql: str) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    table: TableName
+    columns: dict[str, str]
+    provider: str
+    kind: str
+    properties: dict[str, str]
+
+    @property
+    def change_data_feed(self) -> bool:
+        return self.properties.get("delta.enableChangeDataFeed", "").lower() == "true"
+
+
+def backing_table(view: TableName) -> TableName:
+    return TableName(view.db, view.name + BACKING_SUFFIX, view.catalog)
+
+
+def parse_describe_extended(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """(columns, details) from DESCRIBE TABLE EXTENDED rows."""
+    columns: dict[str, str] = {}
+    details: dict[str, str] = {}
+    in_columns = True
+    for row in rows:
+        name, dtype = (row.get("col_name") or "").strip(), (row.get("data_type") or "").strip()
+        if not name or name.startswith("#"):
+            in_columns = False
+            continue
+        if in_columns:
+            columns[name] = dtype
+        else:
+            details[name] = dtype
+    return columns, details
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """'[a=1,b=2]' (DESCRIBE EXTENDED's Table Properties) -> {'a': '1', 'b': '2'}."""
+    text = text.strip().strip("[]")
+    out = {}
+    for part in re.split(r",(?=[^,=]+=)", text):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def describe_source(db: Database, table: TableName) -> SourceInfo:
+    try:
+        rows = db.query(f"DESCRIBE TABLE EXTENDED {table.sql()}")
+    except Exception as e:  # the database's own error type varies by connection
+        raise SourceError(f"source {table} cannot be read ({first_line(e)}); create it before building") from e
+    columns, details = parse_describe_extended(rows)
+    return SourceInfo(
+        table=table,
+        columns=columns,
+        provider=details.get("Provider", "").lower(),
+        kind=details.get("Type", "").upper(),
+        properties=parse_properties(details.get("Table Properties", "")),
+    )
+
+
+def check_source(info: SourceInfo) -> None:
+    t = info.table
+    if info.kind == "VIEW":
+        raise SourceError(
+            f"source {t} is a view; fast_mv reads Delta change data feeds: "
+            f"select from the Delta tables behind it, or use materialized='table'"
+        )
+    if info.provider != "delta":
+        raise SourceError(
+            f"source {t} is a {info.provider or 'non-Delta'} table, not Delta; "
+            f"convert it (CONVERT TO DELTA {t.sql()}) or use materialized='table'"
+        )
+    if not info.change_data_feed:
+        raise SourceError(
+            f"source {t} has no change data feed; run: ALTER TABLE {t.sql()} "
+            f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        )
+
+
+def recent_history(db: Database, table: TableName, rows: int = HISTORY_ROWS) -> list[dict[str, Any]]:
+    """The newest commits of a table, newest first: the first is the version a refresh pins."""
+    return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {rows}")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What the catalog shows of a table or view (SHOW TABLE EXTENDED's information)."""
+
+    created: str  # creation time; another one means it was dropped and created again ('' where not shown)
+    kind: str  # MANAGED, EXTERNAL, VIEW ('' where not shown)
+
+
+def catalog_entries(db: Database, tables: Sequence[TableName]) -> dict[str, CatalogEntry]:
+    """The catalog's entry of each of `tables` that exists (temporary views are not entries).
+
+    One SHOW TABLE EXTENDED per database (catalog metadata only), so a refresh learns its
+    sources' creation times and whether its view and storage exist in one statement. Not
+    Delta's table id, which DESCRIBE DETAIL gives only after computing the table's whole state.
+    """
+    current = db.query("SELECT current_database() AS db")[0]["db"] if any(not t.db for t in tables) else ""
+    by_db: dict[tuple[str | None, str], list[TableName]] = {}
+    for t in tables:  # a source named without its database is in the connection's current one
+        by_db.setdefault((t.catalog, t.db or current), []).append(t)
+    entries = {}
+    for (catalog, name), group in by_db.items():
+        namespace = ".".join(render.sql(render.ident(p)) for p in (catalog, name) if p)
+        pattern = "|".join(dict.fromkeys(_like(t.name) for t in group))
+        rows = db.query(f"SHOW TABLE EXTENDED IN {namespace} LIKE '{pattern}'")
+        found = {
+            (r.get("tableName") or "").lower(): r.get("information") or ""
+            for r in rows
+            if str(r.get("isTemporary", "")).lower() not in ("true", "1")
+        }
+        for t in group:
+            if t.name.lower() in found:
+                info = found[t.name.lower()]
+                entries[t.key] = CatalogEntry(_information(info, "Created Time"), _information(info, "Type").upper())
+    return entries
+
+
+def _information(text: str, item: str) -> str:
+    line = re.search(rf"^{item}: (.+)$", text, re.MULTILINE)
+    return line.group(1).strip() if line else ""
+
+
+def created_times(db: Database, tables: Sequence[TableName]) -> dict[str, str]:
+    """Each table's creation time in the catalog ('' where not shown): see `catalog_entries`."""
+    entries = catalog_entries(db, tables)
+    return {t.key: entries[t.key].created if t.key in entries else "" for t in tables}
+
+
+def table_exists(db: Database, table: TableName) -> bool:
+    rows = db.query(f"SHOW TABLES IN {render.sql(render.ident(table.db or 'default'))} LIKE '{_like(table.name)}'")
+    return any((r.get("tableName") or "").lower() == table.name.lower() for r in rows)
+
+
+def _like(name: str) -> str:
+    # SHOW TABLES LIKE takes a pattern where * is the wildcard; names are matched case-insensitively.
+    return re.sub(r"[^A-Za-z0-9_]", "*", name)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:400]
+    return type(e).__name__
+
+
+def view_properties(db: Database, backing: TableName) -> dict[str, str]:
+    rows = db.query(f"SHOW TBLPROPERTIES {backing.sql()}")
+    return {r["key"]: r["value"] for r in rows}
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The view's storage as a run finds it: its properties and its newest watermark."""
+
+    properties: Mapping[str, str]
+    mark: Watermark | None  # None: no commit carries one (not built by fast_mv, or its history lost)
+    latest: int  # the storage's latest version
+    mark_commit: Mapping[str, Any] | None  # the history row of the commit that recorded `mark`
+    # the storage's commits after the watermark's that may have changed its rows, named ('' when none did)
+    changed: str
+
+
+def read_stored(db: Database, backing: TableName) -> Stored:
+    """The storage's properties and watermark.
+
+    Every commit fast_mv writes carries a watermark, so a commit after the newest one was
+    written by someone else: an OPTIMIZE keeps the rows the watermark describes, a RESTORE, a
+    DELETE by hand or a schema change may not (`history.changed_since`)."""
+    properties = view_properties(db, backing)
+    mark, rows = _watermark(db, backing)
+    latest = int(rows[0]["version"]) if rows else -1
+    if mark is None or mark.commit_version is None:
+        return Stored(properties, mark, latest, None, "")
+    commit = next((r for r in rows if r.get("version") == mark.commit_version), None)
+    return Stored(properties, mark, latest, commit, changed_since(rows, mark.commit_version, latest))
+
+
+def describe_query(db: Database, query: exp.Select) -> dict[str, str]:
+    """The Spark type of each column of `query` (DESCRIBE QUERY: planned, not run)."""
+    rows = db.query(f"DESCRIBE QUERY {render.sql(query)}")
+    return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
+
+
+def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
+    """The Spark type of each of the view's columns."""
+    return describe_query(db, plan.query)
+
+
+def session_setting(db: Database, key: str) -> str:
+    """The session's value of one setting, as `SET key` answers it: Spark's `<undefined>` for a
+    key the session has no value of ('' when the answer has no row). `session_settings` records
+    it as it is (a watermark compares it across refreshes); `session_overrides` reads
+    `<undefined>` as unset."""
+    found = db.query(f"SET {key}")
+    return str(found[0].get("value")) if found else ""
+
+
+def session_settings(db: Database) -> dict[str, str]:
+    """The session's values of `MEANING_SETTINGS` (one `SET -v` for all, defaults included)."""
+    rows = db.query("SET -v")
+    values = {str(r.get("key")): str(r.get("value")) for r in rows}
+    out = {}
+    for key in MEANING_SETTINGS:
+        if key not in values:
+            values[key] = session_setting(db, key)
+        out[key] = values[key]
+    return out
+
+
+def encode_settings(settings: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(settings.items())), separators=(",", ":"))
+
+
+def settings_changed(recorded: str | None, current: Mapping[str, str]) -> str:
+    """'key: old → new, …' for each recorded setting the session now has another value of; '' if none."""
+    before = json.loads(recorded) if recorded else {}
+    return ", ".join(
+        f"{k} {before[k]!r} → {current[k]!r}" for k in sorted(before) if k in current and before[k] != current[k]
+    )
+
+
+def _watermark(db: Database, backing: TableName) -> tuple[Watermark | None, list[dict[str, Any]]]:
+    """The storage's newest watermark and the history rows read for it (newest first): the last
+    few commits, or all of them when none of those carries one."""
+    rows = recent_history(db, backing, VIEW_HISTORY_ROWS)
+    mark = latest_watermark(rows)
+    if mark is None and len(rows) == VIEW_HISTORY_ROWS:
+        rows = db.query(f"DESCRIBE HISTORY {backing.sql()}")
+        mark = latest_watermark(rows)
+    return mark, rows
+
+
+def read_watermark(db: Database, backing: TableName) -> Watermark | None:
+    return _watermark(db, backing)[0]
+
+
+def covering_history(
+    db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """Commits start..end of `table` (with some newer ones); None when more than MAX_APPEND_COMMITS.
+
+    `pinned_history` (read when the version was pinned) usually holds those commits already.
+    """
+    if end - start + 1 > MAX_APPEND_COMMITS:
+        return None
+    if start < min((int(r["version"]) for r in pinned_history), default=start + 1):
+        # Newest first; room for a few commits that landed after the version was pinned.
+        return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {end - start + 11}")
+    return pinned_history
+
+
+def source_appends(
+    db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
+) -> int | None:
+    """Rows appended to `table` in versions start..end if it only appended there (see `history`)."""
+    rows = covering_history(db, table, start, end, pinned_history)
+    return None if rows is None else appended_rows(rows, start, end)
+
+
+def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:
+    """`count(*)` of each table in one query (Delta answers it from its log, reading no data file)."""
+    counts = [
+        exp.select(exp.Count(this=exp.Star())).from_(table).subquery().as_(render.ident(f"n{i}"))
+        for i, table in enumerate(tables.values())
+    ]
+    row = db.query(render.sql(exp.select(*counts)))[0]
+    return {key: int(row[f"n{i}"] or 0) for i, key in enumerate(tables)}

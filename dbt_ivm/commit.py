@@ -1,0 +1,118 @@
+"""What a run writes with: the session settings around the one commit of a build or refresh
+(its watermark and Delta's idempotent-write pair, a clustered build's layout), and how a failed
+write is named (a concurrent commit, a change feed that can no longer be read)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from dbt_ivm import layout
+from dbt_ivm.catalog import Database, first_line, session_setting
+from dbt_ivm.errors import LostHistory
+from dbt_ivm.history import commits_after
+from dbt_ivm.ir import TableName
+from dbt_ivm.metadata import Watermark, latest_watermark
+from dbt_ivm.session_lock import SESSION_LOCK
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+
+LOST_HISTORY = re.compile(
+    r"DELTA_MISSING_CHANGE_DATA|DELTA_UNSUPPORTED_TIME_TRAVEL|DELTA_CDC_START_VERSION_AFTER_LATEST|"
+    r"DELTA_INVALID_CDC_RANGE|FileNotFoundException|DELTA_FILE_NOT_FOUND|"
+    r"DELTA_TIME_TRAVEL|VersionNotFoundException|DELTA_CHANGE_DATA_FEED_NOT_ENABLED",
+    re.IGNORECASE,
+)
+
+
+# Delta's optimistic concurrency: the write lost to a commit that landed after it read the table.
+CONCURRENT_COMMIT = re.compile(
+    r"Concurrent(Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException|"
+    r"ProtocolChangedException|DELTA_CONCURRENT_|DELTA_METADATA_CHANGED",
+    re.IGNORECASE,
+)
+
+
+@contextmanager
+def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Iterator[None]:
+    """Runs the block under `settings`, each from the session's own value, and restores the
+    session's values after (unsets the ones it had not set: Spark reads them as `<undefined>`).
+    No other statement on the session runs meanwhile (`SESSION_LOCK`)."""
+    with SESSION_LOCK.exclusive():
+        before = {s.key: session_setting(db, s.key).strip().replace("<undefined>", "") for s in settings}
+        for s in settings:
+            db.execute(f"SET {s.key}={s.value(before[s.key])}")
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                db.execute(f"SET {key}={value}" if value else f"RESET {key}")
+
+
+@contextmanager
+def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterator[None]:
+    """Record `mark` in the next commit, written idempotently with its token.
+
+    The confs are session-wide: no other statement on the session runs while they are set
+    (`SESSION_LOCK`, taken exclusively), so no other write, of another fast_mv or of any
+    model of another dbt thread, is committed under them.
+
+    Every write that records a watermark (a build, a refresh, a refresh whose changes net to
+    nothing) sets Delta's idempotent-write pair: app id `dbt-ivm:<backing table>`, version
+    `mark.token`. Delta skips a write whose version is not above the one last recorded for the
+    app id, and rejects one that races a commit with the same app id. A refresh's token is the
+    token of the watermark it read + 1 and a build's is larger than any token before it, so of
+    two writers that read the same watermark only one commits: a change set is applied once,
+    and a refresh that read the state before a rebuild cannot land on the rebuilt table.
+    """
+    confs = {
+        USER_METADATA_CONF: mark.encode(),
+        TXN_APP_CONF: f"dbt-ivm:{backing.key}",
+        TXN_VERSION_CONF: str(mark.token),
+    }
+    with SESSION_LOCK.exclusive():
+        for key, value in confs.items():
+            db.execute(f"SET {key}={value}")
+        try:
+            yield
+        finally:
+            for key in confs:
+                db.execute(f"RESET {key}")
+
+
+def lost_history(e: Exception, ranges: str) -> None:
+    """A change feed that can no longer be read fails as the error that says what to do
+    (`LostHistory`: under `auto` the run rebuilds); any other error is left to the caller."""
+    if LOST_HISTORY.search(str(e)):
+        raise LostHistory(
+            f"the change history of {ranges} is no longer readable ({first_line(e)}): it was vacuumed, "
+            "or change data feed was off for part of it; run dbt with --full-refresh for this model",
+            f"the change history of {ranges} is no longer readable ({first_line(e)})",
+        ) from e
+
+
+def lost_race(
+    view: TableName,
+    backing: TableName,
+    history: Sequence[Mapping[str, Any]] = (),
+    read_version: int | None = None,
+    conflict: Exception | None = None,
+) -> str:
+    """What committed first: another fast_mv run, or (on a `conflict` Delta reported) what the
+    storage's `history` shows after the version this run read, when no fast_mv run wrote it."""
+    later = [r for r in history if read_version is not None and int(r["version"]) > read_version]
+    if conflict is not None and read_version is not None and later and latest_watermark(later) is None:
+        return (
+            f"{commits_after(later, read_version)} committed to {backing} while this run was writing it, and "
+            f"Delta rejected this run's write ({first_line(conflict)}); this run wrote nothing and the view is as "
+            f"its last refresh left it: run dbt again, and run maintenance of {backing} (OPTIMIZE, VACUUM) "
+            "outside dbt runs"
+        )
+    return (
+        f"another run of {view} (a refresh or a --full-refresh) committed first; this run wrote "
+        "nothing and the view is consistent as of that run: run dbt again to catch up"
+    )

@@ -1,0 +1,241 @@
+"""What a run learns before it decides, read once into one immutable `Inspection`.
+
+`inspect` validates the sources and the model, pins every source's version, reads the storage's
+properties and watermark, and for each source that moved since the view last consumed it, the
+commits over the versions it moved (which tell whether it only appended, how many rows changed,
+whether it was replaced) and the sizes `refresh_policy: auto` weighs. Only queries: nothing is
+written. `decide.decide` then chooses from the inspection alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbt_ivm import layout, render
+from dbt_ivm.analyze import analyze, source_tables
+from dbt_ivm.catalog import (
+    CatalogEntry,
+    Database,
+    Stored,
+    backing_table,
+    catalog_entries,
+    check_source,
+    covering_history,
+    describe_source,
+    output_types,
+    read_stored,
+    recent_history,
+    row_counts,
+    session_settings,
+)
+from dbt_ivm.classes import ViewRules, rules_for
+from dbt_ivm.history import appended_rows, changed_rows, replaced, rows_after
+from dbt_ivm.ir import TableName, ViewPlan
+from dbt_ivm.metadata import Watermark
+from dbt_ivm.policy import RefreshPolicy, parse_policy
+
+History = list[dict[str, Any]]  # DESCRIBE HISTORY rows, newest first
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fast_mv model as dbt passes it: its relation, compiled SQL and config."""
+
+    view: TableName
+    sql: str
+    unique_key: str | Sequence[str] | None = None
+    functions: tuple[str, ...] = ()  # UDFs declared deterministic
+    refresh_policy: str | None = None
+    cluster_by: str | Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        parse_policy(self.refresh_policy)  # a bad refresh_policy fails before anything is read
+
+    @property
+    def policy(self) -> RefreshPolicy:
+        return parse_policy(self.refresh_policy)
+
+    @property
+    def backing(self) -> TableName:
+        return backing_table(self.view)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The versions of one source a refresh reads: those after `consumed`, through `pinned`."""
+
+    consumed: int
+    pinned: int
+
+    @property
+    def first(self) -> int:
+        return self.consumed + 1
+
+    def __str__(self) -> str:
+        return f"v{self.consumed}..v{self.pinned}"
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A source that moved since the view last consumed it, as its commits over the span tell."""
+
+    span: Span
+    history: History | None  # its commits over the span (and some newer); None: more than MAX_APPEND_COMMITS
+
+    @property
+    def appended(self) -> int | None:
+        """Rows appended over the span when it only appended; else None (`history.appended_rows`)."""
+        return None if self.history is None else appended_rows(self.history, self.span.first, self.span.pinned)
+
+    @property
+    def changed(self) -> int | None:
+        """Its change rows over the span, when its commits' metrics say (`history.changed_rows`)."""
+        return None if self.history is None else changed_rows(self.history, self.span.first, self.span.pinned)
+
+    @property
+    def replaced(self) -> str:
+        """The commits over the span that replaced its rows wholesale, named; '' when none."""
+        return "" if self.history is None else replaced(self.history, self.span.first, self.span.pinned)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """Everything a run's decision is made from; immutable, read once."""
+
+    model: Model
+    plan: ViewPlan
+    rules: ViewRules
+    unique_key: tuple[str, ...]  # output columns
+    cluster_by: tuple[str, ...]  # output columns (see `layout`)
+    output_types: Mapping[str, str]  # the view's column types
+    catalog: Mapping[str, CatalogEntry]  # the sources', the storage's and the view's entries
+    created: Mapping[str, str]  # source key -> creation time in the catalog ('' where not shown)
+    settings: Mapping[str, str]  # the session's values of the settings that change the SQL's meaning
+    pinned: Mapping[str, int]  # source key -> the version this run reads
+    stored: Stored | None  # None: the storage does not exist
+    moved: Mapping[str, Moved]  # the sources whose version moved past the watermark's
+    # Rows of each source (at the pinned version) and of the storage (before this run's write), as
+    # the watermark carried them on or, where `auto` needs them and they are not known, counted.
+    sizes: Mapping[str, int] | None
+    auto_seconds: float = 0.0  # what reading the moved sources' commits and the sizes took
+
+    @property
+    def view(self) -> TableName:
+        return self.model.view
+
+    @property
+    def backing(self) -> TableName:
+        return self.model.backing
+
+    @property
+    def policy(self) -> RefreshPolicy:
+        return self.model.policy
+
+    @property
+    def mark(self) -> Watermark | None:
+        return self.stored.mark if self.stored else None
+
+    @property
+    def ranges(self) -> str:
+        """'shop.orders v4..v6, …': the moved sources' spans, for the log."""
+        return ", ".join(f"{key} {m.span}" for key, m in self.moved.items())
+
+
+def inspect(db: Database, model: Model) -> Inspection:
+    """Validate the sources and the model, pin every source's version, read the stored state."""
+    infos = [describe_source(db, t) for t in source_tables(model.sql)]
+    for info in infos:
+        check_source(info)
+    plan = analyze(model.sql, {i.table.key: i.columns for i in infos}, model.functions)
+    rules = rules_for(plan)
+    types = output_types(db, plan)
+    render.ensure_groupable(types)
+    unique_key = render.output_columns(plan, model.unique_key, "unique_key")
+    cluster_by = layout.cluster_columns(plan, model.cluster_by, rules.ranged_columns(plan, types), types)
+    catalog = catalog_entries(db, [*plan.tables, model.backing, model.view])
+    created = {t.key: catalog[t.key].created if t.key in catalog else "" for t in plan.tables}
+    settings = session_settings(db)
+    histories = {t.key: recent_history(db, t) for t in plan.tables}
+    pinned = {key: int(rows[0]["version"]) for key, rows in histories.items()}
+    stored = read_stored(db, model.backing) if model.backing.key in catalog else None
+    started = time.time()
+    moved = moved_sources(db, plan, pinned, histories, stored)
+    sizes = _sizes(db, model, plan, stored, moved)
+    return Inspection(
+        model,
+        plan,
+        rules,
+        unique_key,
+        cluster_by,
+        types,
+        catalog,
+        created,
+        settings,
+        pinned,
+        stored,
+        moved,
+        sizes,
+        time.time() - started,
+    )
+
+
+def moved_sources(
+    db: Database, plan: ViewPlan, pinned: Mapping[str, int], histories: Mapping[str, History], stored: Stored | None
+) -> dict[str, Moved]:
+    """Each source whose pinned version is past the one the watermark consumed, with its commits
+    over the span (the ones read at pinning when they cover it, else read again)."""
+    consumed = stored.mark.sources if stored and stored.mark else {}
+    moved = {}
+    for table in plan.tables:
+        key = table.key
+        if key in consumed and pinned[key] > consumed[key]:
+            span = Span(consumed[key], pinned[key])
+            history = covering_history(db, table, span.first, span.pinned, histories[key])
+            moved[key] = Moved(span, history)
+    return moved
+
+
+def _sizes(
+    db: Database, model: Model, plan: ViewPlan, stored: Stored | None, moved: Mapping[str, Moved]
+) -> dict[str, int] | None:
+    """The sizes the watermark carries on to now; under `auto`, counted where those are not known
+    and a first build or a refresh will weigh them (once in a view's life, then carried)."""
+    sizes = tracked_sizes(plan, model.backing, stored, moved) if stored else None
+    first = stored is None or stored.mark is None
+    if sizes is None and model.policy is RefreshPolicy.AUTO and (first or moved):
+        sizes = counted_sizes(db, plan, model.backing, exists=stored is not None)
+    return sizes
+
+
+def counted_sizes(db: Database, plan: ViewPlan, backing: TableName, exists: bool) -> dict[str, int]:
+    """Every source's rows and the storage's (0 when it does not exist yet), in one query."""
+    tables = {t.key: t.to_table() for t in plan.tables}
+    if exists:
+        tables[backing.key] = backing.to_table()
+    return {backing.key: 0, **row_counts(db, tables)}
+
+
+def tracked_sizes(
+    plan: ViewPlan, backing: TableName, stored: Stored, moved: Mapping[str, Moved]
+) -> dict[str, int] | None:
+    """Each source's rows at the pinned version and the storage's now, from the sizes the
+    watermark recorded and the metrics of the commits since (`history.rows_after`), with no query;
+    None when the watermark recorded none or a commit's metrics do not say."""
+    mark = stored.mark
+    keys = [*(t.key for t in plan.tables), backing.key]
+    if mark is None or stored.mark_commit is None or mark.commit_version is None:
+        return None
+    if any(k not in mark.rows for k in keys) or any(t.key not in mark.sources for t in plan.tables):
+        return None
+    version = mark.commit_version
+    sizes = {backing.key: rows_after(mark.rows[backing.key], [stored.mark_commit], version, version)}
+    for key in keys[:-1]:
+        found = moved.get(key)
+        span = found.span if found else Span(mark.sources[key], mark.sources[key])
+        history = found.history if found and found.history is not None else []
+        sizes[key] = rows_after(mark.rows[key], history, span.first, span.pinned)
+    known = {k: v for k, v in sizes.items() if v is not None}
+    return known if len(known) == len(sizes) else None

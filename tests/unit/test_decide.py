@@ -1,0 +1,141 @@
+"""The run's decision, from an inspection alone (`decide.decide`): a table of cases, no Spark."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from dbt_ivm.analyze import analyze
+from dbt_ivm.catalog import CatalogEntry, Stored, encode_settings
+from dbt_ivm.classes import rules_for
+from dbt_ivm.decide import Path, decide
+from dbt_ivm.errors import StateError
+from dbt_ivm.inspection import Inspection, Model, Moved, Span
+from dbt_ivm.ir import TableName
+from dbt_ivm.metadata import FORMAT_VERSION, PROP_DEFINITION_HASH, PROP_FORMAT, PROP_SETTINGS, PROP_STATE, Watermark
+
+SCHEMA = {"db.o": {"id": "int", "amt": "double"}}
+PLAN = analyze("select o.id, o.amt from db.o o where o.amt > 0", SCHEMA)
+VIEW = TableName("db", "v")
+SETTINGS = {"spark.sql.session.timeZone": "UTC"}
+CREATED = {"db.o": "Thu Nov 26 10:00:00 UTC 2026"}
+
+
+def commit(version: int, operation: str = "WRITE", blind: bool = True, rows: int = 3) -> dict[str, Any]:
+    metrics = {"numOutputRows": str(rows), "numDeletedRows": str(rows), "numFiles": "1"}
+    return {"version": version, "operation": operation, "isBlindAppend": blind, "operationMetrics": metrics}
+
+
+def inspection(
+    policy: str = "incremental",
+    unique_key: tuple[str, ...] = (),
+    history: list[dict[str, Any]] | None = None,
+    sizes: dict[str, int] | None = None,
+    pinned: int = 5,
+    **stored: Any,
+) -> Inspection:
+    """A view built at db.o v3 (storage v7, the watermark's commit), db.o now at `pinned`; `history`
+    holds db.o's commits after v3 (appends by default); `stored` overrides fields of `Stored`."""
+    mark = Watermark({"db.o": 3}, PLAN.definition_hash, CREATED, token=1, run="r", commit_version=7)
+    properties = {
+        PROP_FORMAT: str(FORMAT_VERSION),
+        PROP_DEFINITION_HASH: PLAN.definition_hash,
+        PROP_STATE: PLAN.hidden_names,
+        PROP_SETTINGS: encode_settings(SETTINGS),
+    }
+    found = Stored(properties, mark, 7, {"version": 7}, "")
+    found = dataclasses.replace(found, **stored)
+    history = [commit(v) for v in range(pinned, 3, -1)] if history is None else history
+    moved = {"db.o": Moved(Span(3, pinned), history)} if found.mark and pinned > 3 else {}
+    catalog = {"db.o": CatalogEntry(CREATED["db.o"], "MANAGED"), "db.v__ivm": CatalogEntry("", "MANAGED")}
+    catalog["db.v"] = CatalogEntry("", "VIEW")
+    model = Model(VIEW, "select …", refresh_policy=policy)
+    rules = rules_for(PLAN)
+    return Inspection(
+        model, PLAN, rules, unique_key, (), {}, catalog, CREATED, SETTINGS, {"db.o": pinned}, found, moved, sizes
+    )
+
+
+def test_a_view_never_built_or_asked_to_rebuild_builds():
+    i = inspection()
+    assert decide(dataclasses.replace(i, stored=None)) == decide(dataclasses.replace(i, stored=None), True)
+    assert decide(dataclasses.replace(i, stored=None)).reason == "first build"
+    assert (decide(i, full_refresh=True).path, decide(i, full_refresh=True).reason) == (Path.BUILD, "full refresh")
+    assert decide(inspection("full")).reason == "refresh_policy 'full'"
+
+
+REBUILDS = {
+    "no watermark in the stored view": {"mark": None},
+    "the stored view has an older format": {"properties": {PROP_FORMAT: "0"}},
+    "the model or its sources' columns changed": {
+        "properties": {PROP_FORMAT: str(FORMAT_VERSION), PROP_DEFINITION_HASH: "another"}
+    },
+    "spark.sql.session.timeZone 'Asia/Tokyo' → 'UTC'": {
+        "properties": {
+            PROP_FORMAT: str(FORMAT_VERSION),
+            PROP_DEFINITION_HASH: PLAN.definition_hash,
+            PROP_STATE: PLAN.hidden_names,
+            PROP_SETTINGS: encode_settings({"spark.sql.session.timeZone": "Asia/Tokyo"}),
+        }
+    },
+    "changed by commits fast_mv did not write (RESTORE to version 2 at v8)": {
+        "changed": "RESTORE to version 2 at v8",
+        "latest": 8,
+    },
+}
+
+
+@pytest.mark.parametrize("reason", sorted(REBUILDS))
+def test_a_stored_view_that_cannot_be_refreshed_rebuilds_under_auto_and_fails_under_incremental(reason):
+    decision = decide(inspection("auto", **REBUILDS[reason]))
+    assert decision.path is Path.BUILD and reason in decision.reason
+    with pytest.raises(StateError, match=r"cannot be refreshed incrementally.*--full-refresh"):
+        decide(inspection("incremental", **REBUILDS[reason]))
+
+
+def test_a_source_whose_history_cannot_be_replayed_rebuilds():
+    i = inspection("auto")
+    moved_back = dataclasses.replace(i, pinned={"db.o": 2}, moved={})
+    assert "older than version 3" in decide(moved_back).reason
+    recreated = dataclasses.replace(i, created={"db.o": "Fri Nov 27 10:00:00 UTC 2026"})
+    assert "dropped and created again" in decide(recreated).reason
+    with pytest.raises(StateError, match="dropped and created again"):
+        decide(dataclasses.replace(recreated, model=Model(VIEW, "select …", refresh_policy="incremental")))
+
+
+def test_nothing_moved_is_nothing_and_a_missing_view_is_created_again():
+    i = inspection(pinned=3)
+    assert decide(i).path is Path.NOTHING and not decide(i).recreate_view
+    missing = dataclasses.replace(i, catalog={k: v for k, v in i.catalog.items() if k != "db.v"})
+    decision = decide(missing)
+    assert decision.recreate_view and decision.notices == ("creating the view over its stored rows again",)
+
+
+def test_appends_to_a_monotone_view_with_a_unique_key_take_the_append_path():
+    decision = decide(inspection(unique_key=("id",)))
+    assert (decision.path, decision.appended) == (Path.APPEND, 6)
+    assert decide(inspection()).path is Path.REFRESH  # no declared key
+    deleted = [commit(5, "DELETE", blind=False), commit(4)]
+    assert decide(inspection(unique_key=("id",), history=deleted)).path is Path.REFRESH
+    missing = [commit(5)]  # v4 is not in the history read: not known to be an append
+    assert decide(inspection(unique_key=("id",), history=missing)).path is Path.REFRESH
+
+
+def test_auto_weighs_the_change_against_the_sizes():
+    sizes = {"db.o": 10_000_000, "db.v__ivm": 10_000_000}
+    small = decide(inspection("auto", sizes=sizes))
+    assert small.path is Path.REFRESH and small.choice is not None and not small.choice.rebuild
+    assert small.notices[-1].startswith("refresh_policy auto: incremental")
+    large = [commit(5, "DELETE", blind=False, rows=9_000_000), commit(4, "DELETE", blind=False, rows=500_000)]
+    big = decide(inspection("auto", history=large, sizes={"db.o": 1_000_000, "db.v__ivm": 1_000_000}))
+    assert big.path is Path.BUILD and big.reason == "refresh_policy auto chose a rebuild for db.o v3..v5"
+
+
+def test_a_replaced_source_rebuilds_under_auto_and_is_read_whole_under_incremental():
+    history = [{"version": 5, "operation": "CREATE OR REPLACE TABLE AS SELECT"}, commit(4)]
+    auto = decide(inspection("auto", history=history, sizes={"db.o": 10, "db.v__ivm": 10}))
+    assert auto.path is Path.BUILD and "a source was replaced: db.o (CREATE OR REPLACE" in auto.notices[-1]
+    incremental = decide(inspection("incremental", history=history))
+    assert incremental.path is Path.REFRESH and "reading its whole change feed" in incremental.notices[0]

@@ -68,7 +68,7 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     assert re.search(rf"FROM `{DB}`.`c` VERSION AS OF \d+ WHERE `cid` BETWEEN \d+ AND \d+\)", delta), delta
     # The plan of the change set: the staged change rows are the broadcast side of the join,
     # so the other source is scanned once, not shuffled.
-    plan = m.inspect()[0]
+    plan = m.inspect().plan
     versions_old, versions_new = {f"{DB}.o": 1, f"{DB}.c": 1}, {f"{DB}.o": 2, f"{DB}.c": 1}
     spark.sql(render.cache_as("__ivm_plan_chg", changes.change_select(plan.sources[0], 2, 2)))
     try:
@@ -373,7 +373,8 @@ def test_appended_change_rows_are_broadcast_to_a_large_other_source(spark, spark
     mv(spark_db, unique_key="id").materialize()
     spark.sql(f"insert into {DB}.c values (51, 'n51')")
     m = mv(spark_db, unique_key="id")
-    plan, pinned, _ = m.inspect()
+    found = m.inspect()
+    plan, pinned = found.plan, found.pinned
     old = {**pinned, f"{DB}.c": pinned[f"{DB}.c"] - 1}
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # every source counts as large
     try:

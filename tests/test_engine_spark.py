@@ -3,6 +3,7 @@ state that fails loudly instead of producing a wrong view."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from decimal import Decimal
 
@@ -12,6 +13,7 @@ from benchmarks.run import CountingDatabase, execution_metrics, next_execution
 from dbt_ivm import layout, render
 from dbt_ivm.catalog import read_watermark, table_exists
 from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
+from dbt_ivm.commit import commit_metadata
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view
@@ -103,12 +105,31 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
     assert_consistent(spark, spark_db)
 
 
+def corrupt(db, statement: str) -> None:
+    """Runs `statement` on the storage as if fast_mv had written it (its commit carries a watermark
+    with the consumed versions unchanged), so no check of the history can see it: only the MERGE's."""
+    backing = TableName(DB, "v__ivm")
+    mark = read_watermark(db, backing)
+    with commit_metadata(db, dataclasses.replace(mark, token=mark.token + 1), backing):
+        db.execute(statement)
+
+
 def test_corrupt_stored_state_fails_the_merge_and_writes_nothing(spark, spark_db, sources):
     """A change set that removes more copies than the view holds is corrupt state, never a silent fix."""
     mv(spark_db).materialize()
+    # a row lost behind the engine's back, by hand: the commit is seen, the view is rebuilt (auto) or the run fails
+    spark.sql(f"DELETE FROM {DB}.v__ivm WHERE id = 10")
+    spark.sql(f"DELETE FROM {DB}.o WHERE id = 10")
+    with pytest.raises(StateError, match=r"commits fast_mv did not write \(DELETE at v\d+\)"):
+        mv(spark_db).materialize()
+    assert mv(spark_db, policy="auto").materialize().action == "built"
+    spark.sql(f"INSERT INTO {DB}.o SELECT id, cust, amt FROM {DB}.o VERSION AS OF 1 WHERE id = 10")
+    assert mv(spark_db).materialize().action == "refreshed"
+
+    # the same damage in commits that carry a watermark (as a bug of the engine's would): the MERGE refuses it
     before = last_commit(spark)["version"]
-    spark.sql(f"DELETE FROM {DB}.v__ivm WHERE id = 10")  # a stored row lost behind the engine's back
-    spark.sql(f"UPDATE {DB}.v__ivm SET __ivm_count = 0 WHERE id = 11")  # a count gone wrong
+    corrupt(spark_db, f"DELETE FROM {DB}.v__ivm WHERE id = 10")  # a stored row lost
+    corrupt(spark_db, f"UPDATE {DB}.v__ivm SET __ivm_count = 0 WHERE id = 11")  # a count gone wrong
     corrupted = last_commit(spark)["version"]
     for victim in (10, 11):
         spark.sql(f"DELETE FROM {DB}.o WHERE id = {victim}")

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from dbt_ivm import layout, render
 from dbt_ivm.analyze import analyze, source_tables
-from dbt_ivm.classes import NULL_KEY_FALLBACK, Refresh, ViewRules, Write, changes, rules_for
+from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, ViewRules, Write, changes, rules_for
 from dbt_ivm.errors import SourceError, StateError
 from dbt_ivm.history import appended_rows, changed_rows, metric, rows_after
 from dbt_ivm.ir import TableName, ViewPlan
@@ -818,7 +818,7 @@ class Maintainer:
 
     def _appended(self, plan: ViewPlan, moved: Mapping[str, tuple[int, int]]) -> int | None:
         """Rows the moved sources appended, when the append path applies (see `_append`); else None."""
-        if not self.unique_key or not self.rules.MONOTONE:
+        if not self.unique_key or not isinstance(self.rules, Appender):
             return None
         total = 0
         for key, (a, b) in moved.items():
@@ -847,6 +847,7 @@ class Maintainer:
         """
         self.log(f"fast_mv {self.view}: appending the new rows of {ranges} (only appends since the last refresh)")
         violation = self._key_violation()
+        assert isinstance(self.rules, Appender)  # `_appended` lets no other class here
         insert = self.rules.append_statement(
             plan, self.backing, old, pinned, self.unique_key, violation, broadcast=appended <= BROADCAST_ROWS
         )

@@ -44,6 +44,14 @@ AGG = (
     "where o.id > 0 group by o.cust, c.name having sum(o.amt) > 10"
 )
 GLOBAL = "select count(*) as n, min(amt) as low from db.o"
+# Outer joins: the change climbs the join tree, with NS-compensation of the padded rows.
+OUTER_SCHEMA = {**SCHEMA, "db.r": {"rid": "int", "cid": "int", "label": "string"}}
+LEFT = "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid"
+FULL = "select o.id, c.name from db.o o full join db.c c on o.cust = c.cid"
+NESTED = (
+    "select o.id, c.name, r.label from db.o o left join db.c c on o.cust = c.cid "
+    "left join db.r r on c.cid = r.cid and r.label <> c.name"
+)
 OLD, NEW = {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
 
 
@@ -78,6 +86,11 @@ CASES = {
         broadcast=True,
     ),
     "view_join": lambda: joins.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "delta_left_join": lambda: joins.delta_select(analyze(LEFT, SCHEMA), OLD, {"db.o": 3, "db.c": 7}),
+    "delta_full_join_both_changed": lambda: joins.delta_select(analyze(FULL, SCHEMA), OLD, NEW),
+    "delta_nested_left_joins": lambda: joins.delta_select(
+        analyze(NESTED, OUTER_SCHEMA), {**OLD, "db.r": 2}, {**NEW, "db.r": 6}
+    ),
     "build_aggregate": lambda: aggregate.build_select(analyze(AGG, SCHEMA), NEW),
     "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW, float_sums=frozenset({1})),
     "lost_groups_global": lambda: aggregate.lost_groups(

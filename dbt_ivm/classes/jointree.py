@@ -1,5 +1,5 @@
 """The join tree at refresh time: whether it has an outer join (`has_outer_join`), the
-occurrences under a node, the joins above one, and the join keys each join gives a term's
+occurrences under a node (`leaves`), the joins above one (`joins_above`), and the join keys each join gives a term's
 narrowing over outer joins (`outer_join_keys`).
 """
 
@@ -21,7 +21,8 @@ def has_outer_join(node: JoinNode) -> bool:
     return True
 
 
-def children(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
+def subtrees(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
+    """A join's children: an inner group's members, an outer join's preserved and null-supplied sides."""
     return node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
 
 
@@ -29,14 +30,14 @@ def leaves(node: JoinNode) -> tuple[int, ...]:
     """The source occurrences under `node`, in occurrence order."""
     if isinstance(node, Leaf):
         return (node.source,)
-    return tuple(sorted(i for c in children(node) for i in leaves(c)))
+    return tuple(sorted(i for c in subtrees(node) for i in leaves(c)))
 
 
-def path(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
+def joins_above(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
     """The joins above occurrence `index`, the root first."""
     if not isinstance(node, Leaf):
         yield node
-        yield from path(next(c for c in children(node) if index in leaves(c)), index)
+        yield from joins_above(next(c for c in subtrees(node) if index in leaves(c)), index)
 
 
 def outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
@@ -47,16 +48,13 @@ def outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
         for child in (node.preserved, node.null_supplied):
             if child == Leaf(index) and (child is node.null_supplied or node.kind is JoinKind.FULL):
                 return node
-        children: tuple[JoinNode, ...] = (node.preserved, node.null_supplied)
-    else:
-        children = node.children
-    return next((found for c in children if (found := outer_parent(c, index)) is not None), None)
+    return next((found for c in subtrees(node) if (found := outer_parent(c, index)) is not None), None)
 
 
 def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[tuple[str, Source, str, str]]:
     """(a column of occurrence `index`, an occurrence on another side of `node`, its column, their
     type) of each key equality (`keys.key_equalities`) of `node`'s condition between the two."""
-    mine = leaves(next(c for c in children(node) if index in leaves(c)))
+    mine = leaves(next(c for c in subtrees(node) if index in leaves(c)))
     conditions = node.predicates if isinstance(node, InnerGroup) else (node.on,)
     out = []
     for condition in conditions:
@@ -81,7 +79,7 @@ def outer_join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]
     """
     keys: dict[int, list[tuple[str, str, str, str]]] = {}
     for source in plan.sources:
-        for node in path(plan.tree, source.index):
+        for node in joins_above(plan.tree, source.index):
             for column, other, other_column, type_ in node_keys(plan, node, source.index):
                 entries = keys.setdefault(source.index, [])
                 for entry in ((column, other.alias, other_column, type_), (column, source.alias, column, type_)):

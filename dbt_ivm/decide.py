@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from dbt_ivm.catalog import settings_changed
+from dbt_ivm.classes import Appender
 from dbt_ivm.errors import StateError
 from dbt_ivm.inspection import Inspection
 from dbt_ivm.metadata import (
@@ -159,7 +160,7 @@ def _replaced_notices(i: Inspection) -> tuple[str, ...]:
 def appended_rows(i: Inspection) -> int | None:
     """Rows the moved sources appended, when the append path applies: a monotone view with a
     declared unique key, and every moved source only appended (its commits say so); else None."""
-    if not i.unique_key or not i.rules.MONOTONE:
+    if not i.unique_key or not isinstance(i.rules, Appender):
         return None
     rows = [m.appended for m in i.moved.values()]
     return None if any(r is None for r in rows) else sum(r or 0 for r in rows)

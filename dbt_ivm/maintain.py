@@ -37,7 +37,7 @@ from dbt_ivm.catalog import (
     table_exists,
     view_properties,
 )
-from dbt_ivm.classes import NULL_KEY_FALLBACK, Refresh, Write, changes
+from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, changes
 from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
 from dbt_ivm.errors import LostHistory, StateError
@@ -337,6 +337,7 @@ class Maintainer:
         assert i.mark is not None and i.stored is not None
         self.log(f"fast_mv {self.view}: appending the new rows of {i.ranges} (only appends since the last refresh)")
         violation = self._key_violation(i)
+        assert isinstance(i.rules, Appender)  # `decide.appended_rows` lets no other class here
         insert = i.rules.append_statement(
             i.plan,
             self.backing,

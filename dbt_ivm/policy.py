@@ -20,7 +20,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES
+from dbt_ivm.classes.identities import MAX_FILTER_IDENTITIES
 from dbt_ivm.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.run import CountingDatabase, execution_metrics, next_execution
 from dbt_ivm import layout, render
 from dbt_ivm.catalog import read_watermark, table_exists
-from dbt_ivm.classes import changes, joins, outer_joins, outer_terms
+from dbt_ivm.classes import changes, flips, identities, joins, terms
 from dbt_ivm.commit import commit_metadata
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
@@ -65,7 +65,7 @@ def test_change_to_one_source_broadcasts_the_change_and_skips_unchanged_feeds(sp
     assert f"TABLE_CHANGES('`{DB}`.`o`'" in statements
     assert f"TABLE_CHANGES('`{DB}`.`c`'" not in statements  # an unchanged source costs no feed read
     assert "MERGE INTO" in statements
-    # the other source is read only where its key can join a change row (`joins.key_ranges`)
+    # the other source is read only where its key can join a change row (`keys.key_ranges`)
     delta = next(s for s in m.statements if s.startswith("CACHE TABLE `__ivm_delta"))
     assert re.search(rf"FROM `{DB}`.`c` VERSION AS OF \d+ WHERE `cid` BETWEEN \d+ AND \d+\)", delta), delta
     # The plan of the change set: the staged change rows are the broadcast side of the join,
@@ -96,7 +96,7 @@ def test_merge_reads_only_the_changed_identities_and_writes_no_change_feed(spark
     assert int(history.get("numTargetChangeFilesAdded", 0)) == 0
     assert_consistent(spark, spark_db)
     # too many changed identities to write out: the same MERGE without the filter
-    monkeypatch.setattr(joins, "MAX_FILTER_IDENTITIES", 3)
+    monkeypatch.setattr(identities, "MAX_FILTER_IDENTITIES", 3)
     spark.sql(f"update {DB}.o set amt = amt + 1 where id % 100 = 4")
     m = mv(spark_db)
     assert m.materialize().action == "refreshed"
@@ -263,7 +263,7 @@ def test_a_sorted_build_groups_zeros_and_nans_as_one_key(spark, spark_db, source
 
 
 def test_a_change_in_far_apart_keys_reads_only_the_other_sources_files_of_those_keys(spark, spark_db, sources):
-    """The change set's keys in pieces (`joins.key_pieces`): new orders of the first and the last
+    """The change set's keys in pieces (`keys.key_pieces`): new orders of the first and the last
     customer read the customers' files of those two keys, not every file between them."""
     spark.conf.set(layout.MAX_RECORDS_CONF, "250")
     try:
@@ -789,9 +789,9 @@ def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, 
     spark.sql(f"insert into {DB}.s values (2, 'e'), (2, 'f')")
     mv(spark_db, "flip", sql).materialize()
     monkeypatch.setattr(
-        outer_joins,
+        terms,
         "decide_flips",
-        lambda refresh, narrow: (frozenset(i for i in outer_terms.flip_keys(refresh.plan) if i in refresh.staged), ""),
+        lambda refresh, narrow: (frozenset(i for i in flips.flip_keys(refresh.plan) if i in refresh.staged), ""),
     )
     spark.sql(f"delete from {DB}.s where w = 'f'")
     mv(spark_db, "flip", sql).materialize()

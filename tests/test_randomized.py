@@ -12,7 +12,7 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import render
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms
 from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
@@ -178,7 +178,7 @@ def test_harness_catches_join_terms_narrowed_past_their_change_rows(spark, spark
     join its other change rows are lost (the real pieces keep every row a change row can join)."""
     original = joins.key_ranges
 
-    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`joins.key_pieces`)
+    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`keys.key_pieces`)
         return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
@@ -266,7 +266,7 @@ def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spa
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
     monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
-    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=5)
 
 
@@ -284,7 +284,7 @@ def test_harness_catches_a_counted_compensation_without_its_conditions(spark, sp
         "_counted",
         lambda self, node, x, change, narrow, keys, own: original(self, node, x, change, narrow, keys, []),
     )
-    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, FILTERED_LEFT_JOIN, 8, seed=9)
 
 
@@ -301,7 +301,7 @@ def test_harness_catches_a_counted_compensation_at_the_wrong_version(spark, spar
             self.versions = before
 
     monkeypatch.setattr(outer_terms._Term, "_counted", after)
-    monkeypatch.setattr(outer_joins, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
 
 
@@ -311,7 +311,7 @@ def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark,
     rows are lost or made up."""
     original = joins.key_ranges
 
-    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`joins.key_pieces`)
+    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`keys.key_pieces`)
         return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)

@@ -2,148 +2,46 @@
 
 `maintain.Maintainer` pins versions, guards the watermark, stages each moved source's net
 change and makes the one commit; what the view stores, how its rows reach `ref()` and how a
-change set becomes the one write are the class's (`rules_for(plan)`), and `Maintainer` never
-names a class. A new class is one more module and one more line in `_rules`.
+change set becomes the one write are the class's (`rules_for(plan)`, the interface in `rules`),
+and `Maintainer` never names a class. A new class is one more module and one more line in `_RULES`.
+
+The modules, each importing only those above it: `rules` (the interface); `relations` (snapshots
+and the builders terms combine them with); `change_stats` (a change set's statistics and value
+ranges); `keys` (join keys and the narrowing by them); `identities` (stored rows found by
+identity); `jointree` (the join tree at refresh time); `flips` (the unique-key flip);
+`outer_terms` (terms over outer joins); `terms` (the one place that tells inner terms from outer
+ones); `changes` (change feeds and the telescoping sum of terms); then the classes: `joins`,
+`outer_joins`, `aggregate`.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from sqlglot import exp
-
+from dbt_ivm.classes import aggregate, joins, outer_joins
+from dbt_ivm.classes.rules import NULL_KEY_FALLBACK as NULL_KEY_FALLBACK
+from dbt_ivm.classes.rules import Appender as Appender
+from dbt_ivm.classes.rules import Describe as Describe
+from dbt_ivm.classes.rules import Refresh as Refresh
+from dbt_ivm.classes.rules import Stage as Stage
+from dbt_ivm.classes.rules import ViewRules as ViewRules
+from dbt_ivm.classes.rules import Write as Write
+from dbt_ivm.classes.rules import stager as stager
 from dbt_ivm.errors import UnsupportedView
-from dbt_ivm.ir import TableName, ViewClass, ViewPlan
-from dbt_ivm.metadata import Highs
+from dbt_ivm.ir import ViewClass, ViewPlan
 
-Describe = Callable[[exp.Select], dict[str, str]]  # a query's column types (DESCRIBE QUERY)
-Stage = Callable[[exp.Select], str]  # caches a query for the refresh, returns the cached table's name
-# The append INSERT's error for an added row whose unique key is NULL (`joins.append_statement`):
-# the key does not vouch that such a row is new, nothing is written, the general path refreshes.
-NULL_KEY_FALLBACK = "fast_mv: an appended row has a NULL unique_key, so it may repeat a stored row:"
-
-
-@dataclass(frozen=True)
-class Refresh:
-    """One refresh as a class sees it: the versions, the staged change sets, and a connection."""
-
-    plan: ViewPlan
-    backing: TableName
-    old: Mapping[str, int]  # the versions the view last consumed
-    new: Mapping[str, int]  # the versions pinned for this refresh
-    # occurrence index -> cached net change of that source (see changes.change_select); empty when
-    # the class does not stage (`ViewRules.stages_changes`): its statements read the feeds
-    staged: Mapping[int, str]
-    temp: Callable[[str], str]  # a fresh temporary table name, released after the commit
-    run: Callable[[str], None]
-    query: Callable[[str], list[dict[str, Any]]]
-    describe: Describe  # a query's column types (DESCRIBE QUERY: planned, not run)
-    unique_key: tuple[str, ...] = ()
-    key_violation: str = ""  # the message when the declared unique key repeats
-    output_types: Mapping[str, str] = field(default_factory=dict)  # the view's column types (read at inspect)
-    # the stored rows' highest values the watermark vouches for (`Watermark.highs`); None: unknown
-    highs: Highs | None = None
-
-
-def stager(refresh: Refresh) -> Stage:
-    """Caches a query for this refresh (released after its commit) and names the cached table."""
-    from dbt_ivm.render import cache_as
-
-    levels = itertools.count(1)
-
-    def stage(select: exp.Select) -> str:
-        name = refresh.temp(f"level{next(levels)}")  # temp names are unique per role
-        refresh.run(cache_as(name, select))
-        return name
-
-    return stage
-
-
-@dataclass(frozen=True)
-class Write:
-    """The one statement that commits a refresh, and what to report of it."""
-
-    path: str  # empty | insert | merge | …: shown in the log and the outcome
-    statement: exp.Expr
-    inserted: int | None = None  # None: read from the commit's metrics
-    deleted: int | None = None
-    detail: str = ""  # for the log, e.g. "3 groups recomputed"
-    check_repeats: bool = False  # a change row may match several stored rows if the unique key lied
-    highs: Highs | None = None  # `Refresh.highs` after this write; None: unknown
-
-
-class ViewRules(Protocol):
-    """What a view class provides (each module in this package is one)."""
-
-    # Rows only grow when the sources only grow: the append path applies (see `append_statement`).
-    MONOTONE: bool
-    # A change set that only adds rows is written by one INSERT, not a MERGE (what `auto` charges
-    # a refresh of appended sources: `policy.Inputs.appends_only`).
-    INSERTS: bool
-
-    def stages_changes(self, plan: ViewPlan) -> bool:
-        """Whether each moved source's net change is cached before `apply` (`Refresh.staged`)."""
-        ...
-
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
-        """The view's storage at the pinned versions: its rows and hidden columns."""
-        ...
-
-    def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
-        """What `ref()` returns, from the storage; `describe` gives a query's column types."""
-        ...
-
-    def apply(self, refresh: Refresh) -> Write:
-        """The one write that applies the staged change sets (it may cache and query first)."""
-        ...
-
-    def append_statement(
-        self,
-        plan: ViewPlan,
-        backing: TableName,
-        old: Mapping[str, int],
-        new: Mapping[str, int],
-        unique_key: tuple[str, ...],
-        violation: str,
-        broadcast: bool = False,
-    ) -> exp.Insert:
-        """MONOTONE classes: the view's new rows straight from the change feeds, one INSERT."""
-        ...
-
-    def explain_steps(self, plan: ViewPlan) -> list[str]:
-        """How a change to each source is applied, for `explain`."""
-        ...
-
-    def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
-        """The view columns (name: type) whose value ranges narrow the refresh's read of the stored
-        rows: what `cluster_by` may name (see `layout`)."""
-        ...
-
-
-def _rules() -> dict[ViewClass, ViewRules]:
-    from dbt_ivm.classes import aggregate, joins, outer_joins
-
-    return {
-        ViewClass.SINGLE_SOURCE: joins.RULES,
-        ViewClass.INNER_JOIN: joins.RULES,
-        ViewClass.OUTER_JOIN: outer_joins.RULES,
-        ViewClass.AGGREGATE: aggregate.RULES,
-        ViewClass.AGGREGATE_JOIN: aggregate.RULES,
-    }
-
-
-def maintained(plan: ViewPlan) -> bool:
-    return plan.view_class in _rules()
+_RULES: dict[ViewClass, ViewRules] = {
+    ViewClass.SINGLE_SOURCE: joins.RULES,
+    ViewClass.INNER_JOIN: joins.RULES,
+    ViewClass.OUTER_JOIN: outer_joins.RULES,
+    ViewClass.AGGREGATE: aggregate.RULES,
+    ViewClass.AGGREGATE_JOIN: aggregate.RULES,
+}
 
 
 def rules_for(plan: ViewPlan) -> ViewRules:
     """The class's rules; a class whose refresh is not implemented is refused."""
-    if plan.view_class not in _rules():
+    if plan.view_class not in _RULES:
         raise UnsupportedView(
             f"{plan.view_class.value} views are not maintained by this release",
             "use materialized='table' for this model for now",
         )
-    return _rules()[plan.view_class]
+    return _RULES[plan.view_class]

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.joins import narrowing
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
+from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, stager
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -806,18 +806,6 @@ class AggregateRules:
                 refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, cached)))
         detail = f"{touched}{groups} recomputed from the sources" + (f"; {flipped}" if flipped else "")
         return Write("merge", merge_statement(plan, refresh.backing, name, recomputed, rules), detail=detail)
-
-    def append_statement(
-        self,
-        plan: ViewPlan,
-        backing: TableName,
-        old: Mapping[str, int],
-        new: Mapping[str, int],
-        unique_key: tuple[str, ...],
-        violation: str,
-        broadcast: bool = False,
-    ) -> exp.Insert:
-        raise NotImplementedError("an aggregate view is not monotone: it has no append path")
 
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return {}  # the MERGE reaches the stored groups by key; a view of groups stays small

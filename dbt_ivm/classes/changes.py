@@ -1,56 +1,27 @@
-"""What every view class shares at refresh time: row identities, change feeds and their
-netting, snapshots at pinned versions, and the telescoping sum of per-source change terms.
+"""The view's net change between two sets of source versions: each moved source's change feed,
+netted per row identity (`change_select`), and the telescoping sum of per-occurrence change
+terms over them (`delta_terms`), whose terms `terms.terms_for` builds for the view's join tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import cast
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Stage
+from dbt_ivm.classes.relations import Narrowing as Narrowing
+from dbt_ivm.classes.relations import TermInput, rid_expression, source_columns
+from dbt_ivm.classes.relations import snapshot_relation as snapshot_relation  # aggregate imports these from here
+from dbt_ivm.classes.relations import substitute as substitute
+from dbt_ivm.classes.relations import union_all as union_all
+from dbt_ivm.classes.rules import Stage
+from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, ViewPlan
 from dbt_ivm.render import UNGROUPABLE, col, func, ident, lit
 
 SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
+
 INSERT_TYPES = ("insert", "update_postimage")
-
-
-def rid_expression(columns: tuple[tuple[str, str], ...], table: str | None = None) -> exp.Expr:
-    """Row identity of a source row: a 64-bit hash of the columns the view uses, NULLs flagged.
-
-    Delta withholds row ids from change-feed reads, so identity comes from content;
-    rows equal on every used column are interchangeable duplicates (a multiplicity).
-    A hash collision can only merge rows whose view columns are also equal, because
-    every key below is (identities, view columns): the view's multiset stays exact.
-    """
-    if not columns:
-        return exp.Literal.number(0)
-    args: list[exp.Expr] = []
-    for name, ctype in columns:
-        c = col(name, table)
-        args.append(func("to_json", c) if ctype.lower().startswith("map") else c)
-    args += [exp.Is(this=col(name, table), expression=exp.Null()) for name, _ in columns]
-    return func("xxhash64", *args)
-
-
-def source_columns(source: Source) -> list[exp.Expr]:
-    return [col(name) for name, _ in source.columns]
-
-
-def snapshot_relation(source: Source, version: int, with_rid: bool = True, where: Sequence[exp.Expr] = ()) -> exp.Expr:
-    """`(SELECT used columns, rid FROM t VERSION AS OF v [WHERE where]) AS alias`."""
-    table = source.table.to_table()
-    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
-    select = exp.select(*source_columns(source)).from_(table)
-    if not source.columns:
-        select = exp.select(lit(1).as_(ident(f"{HIDDEN_PREFIX}one"))).from_(table)
-    if with_rid:
-        select = select.select(rid_expression(source.columns).as_(ident(RID_COLUMN)))
-    if where:
-        select = select.where(*[w.copy() for w in where])
-    return select.subquery(ident(source.alias))
 
 
 # Types whose values Spark changes when it groups by them: -0.0 becomes 0.0 (also inside arrays
@@ -119,37 +90,23 @@ def changes_relation(source: Source, start: int, end: int, staged: str | None = 
     return change_select(source, start, end).subquery(ident(source.alias))
 
 
-def copies() -> tuple[exp.Expr, exp.Expr]:
-    """Per row of a change set, the copies it inserts and the copies it deletes (`__ivm_d` > 0,
-    < 0), each 0 otherwise: summed, the rows a change adds and removes."""
+def signed_rows(relation: exp.Expr, source: Source) -> exp.Select:
+    """A net change with one row per copy: `__ivm_d` +1 for each copy added, -1 for each removed.
+
+    Aggregates sum values with their sign (`IF(d > 0, x, -x)`): exact for every type, where a
+    product `x * d` would widen a DECIMAL and may round it.
+    """
     d = col(DELTA_COLUMN)
-    inserted = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=d.copy(), false=lit(0))
-    deleted = exp.If(this=exp.LT(this=d.copy(), expression=lit(0)), true=exp.Neg(this=d.copy()), false=lit(0))
-    return inserted, deleted
-
-
-def union_all(queries: list[exp.Select]) -> exp.Query:
-    """`q1 UNION ALL q2 UNION ALL …` (one query: itself)."""
-    return exp.union(*queries, distinct=False) if len(queries) > 1 else queries[0]
-
-
-def substitute(query: exp.Select, relations: Mapping[str, exp.Expr]) -> exp.Select:
-    """Copy of `query` with each source table replaced by the relation for its alias."""
-
-    def swap(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Table) and node.alias_or_name in relations:
-            relation = relations[node.alias_or_name].copy()
-            if node.args.get("joins"):  # the first table of a parenthesized join carries its joins
-                relation.set("joins", [join.transform(swap) for join in node.args["joins"]])
-            return relation
-        return node
-
-    # swap replaces tables only, so the root stays the Select that transform types as any node
-    return cast(exp.Select, query.copy().transform(swap))
-
-
-# changed occurrence -> the alias of another occurrence in its term -> filters on that occurrence
-Narrowing = Mapping[int, Mapping[str, Sequence[exp.Expr]]]
+    sign = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=lit(1), false=lit(-1))
+    copies = func("array_repeat", sign, exp.Cast(this=func("abs", d.copy()), to=exp.DataType.build("int")))
+    s = ident(f"{HIDDEN_PREFIX}s")
+    lateral = exp.Lateral(
+        this=exp.Explode(this=copies), view=True, alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[s])
+    )
+    select = exp.select(*source_columns(source), col(RID_COLUMN), exp.column(s).as_(ident(DELTA_COLUMN)))
+    select = select.from_(relation)
+    select.set("laterals", [lateral])
+    return select
 
 
 def term_version(other: int, changed: int, old: int, new: int) -> int:
@@ -184,48 +141,21 @@ def delta_terms(
     change rows one row per copy, `__ivm_d` +1 or -1 (see `signed_rows`). `staged` maps
     occurrence index -> cached change set;
     `rids`: snapshots carry their row identities. Each term selects the multiplicity `__ivm_d`.
-    A join tree with outer joins has its own terms (`outer_terms`; `flips`: its occurrences
-    that take the unique-key flip; `stage`: caches a level's change read twice).
+    `terms_for` builds each term for the join tree (over outer joins: `outer_terms`; `flips`:
+    its occurrences that take the unique-key flip; `stage`: caches a level's change read twice).
     `narrow`: per changed occurrence, filters on the other occurrences of its term that keep
     every row its change rows can join (see `joins.narrowing`; over outer joins each applies at
-    one join only, `outer_terms.outer_join_keys`).
+    one join only, `jointree.outer_join_keys`).
     """
-    from dbt_ivm.classes.outer_terms import has_outer_join, outer_delta_terms
-
-    if has_outer_join(plan.tree):
-        yield from outer_delta_terms(plan, query, old, new, staged, rids, signed, flips, stage, narrow)
-        return
-    for i, changed in enumerate(plan.sources):
+    terms = terms_for(plan)
+    for changed in plan.sources:
         key = changed.table.key
         if new[key] == old[key]:
             continue
-        rels: dict[str, exp.Expr] = {}
-        for other in plan.sources:
-            k = other.table.key
-            if other.index == i:
-                rels[other.alias] = changes_relation(other, old[k] + 1, new[k], (staged or {}).get(i), signed)
-            else:
-                version = term_version(other.index, i, old[k], new[k])
-                where = (narrow or {}).get(i, {}).get(other.alias, ())
-                rels[other.alias] = snapshot_relation(other, version, with_rid=rids, where=where)
-        term = substitute(query, rels)
-        yield changed, term.select(col(DELTA_COLUMN, changed.alias).as_(ident(DELTA_COLUMN)), copy=False)
-
-
-def signed_rows(relation: exp.Expr, source: Source) -> exp.Select:
-    """A net change with one row per copy: `__ivm_d` +1 for each copy added, -1 for each removed.
-
-    Aggregates sum values with their sign (`IF(d > 0, x, -x)`): exact for every type, where a
-    product `x * d` would widen a DECIMAL and may round it.
-    """
-    d = col(DELTA_COLUMN)
-    sign = exp.If(this=exp.GT(this=d.copy(), expression=lit(0)), true=lit(1), false=lit(-1))
-    copies = func("array_repeat", sign, exp.Cast(this=func("abs", d.copy()), to=exp.DataType.build("int")))
-    s = ident(f"{HIDDEN_PREFIX}s")
-    lateral = exp.Lateral(
-        this=exp.Explode(this=copies), view=True, alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[s])
-    )
-    select = exp.select(*source_columns(source), col(RID_COLUMN), exp.column(s).as_(ident(DELTA_COLUMN)))
-    select = select.from_(relation)
-    select.set("laterals", [lateral])
-    return select
+        before = {
+            s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
+        }
+        change = changes_relation(changed, old[key] + 1, new[key], (staged or {}).get(changed.index), signed)
+        term = TermInput(changed, change, before, {**before, changed.index: new[key]})
+        filters = (narrow or {}).get(changed.index, {})
+        yield changed, terms.term(query, term, rids, changed.index in flips, stage, filters)

@@ -10,20 +10,20 @@ Not monotone: a row added to a null-supplied side removes the padded rows it now
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Refresh
-from dbt_ivm.classes.changes import Narrowing
-from dbt_ivm.classes.joins import MAX_FILTER_IDENTITIES, JoinRules, key_match, read_identities
-from dbt_ivm.classes.outer_terms import climb_steps, decide_flips
+from dbt_ivm.classes.identities import read_identities
+from dbt_ivm.classes.joins import IdentityRules, key_match
+from dbt_ivm.classes.outer_terms import climb_steps
+from dbt_ivm.classes.rules import Refresh
 from dbt_ivm.ir import HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
 from dbt_ivm.render import col, ident, lit, sql, temp_table
 
 
-def stored_identities(plan: ViewPlan, delta: str, limit: int) -> exp.Select:
-    """(occurrence, identity) per change-set row: its first non-NULL identity, at most `limit`.
+def stored_identities(plan: ViewPlan, delta: str) -> exp.Select:
+    """(occurrence, identity) per change-set row: its first non-NULL identity.
 
     Every row of the view has one (a padded row still has its preserved side's); a stored row
     the MERGE matches has the same identities, so it holds this one in that column.
@@ -34,12 +34,12 @@ def stored_identities(plan: ViewPlan, delta: str, limit: int) -> exp.Select:
     )
     first = exp.Coalesce(this=col(order[0].rid), expressions=[col(s.rid) for s in order[1:]])
     rows = exp.select(which.as_("i"), first.as_(ident(RID_COLUMN))).from_(temp_table(delta))
-    return exp.select("*").from_(rows.subquery(ident(f"{HIDDEN_PREFIX}ids"))).distinct().limit(limit)
+    return exp.select("*").from_(rows.subquery(ident(f"{HIDDEN_PREFIX}ids"))).distinct()
 
 
 def stored_matches(plan: ViewPlan, backing: TableName, delta: str, ranges: Sequence[exp.Expr] = ()) -> exp.Select:
     """How many stored rows have the key of a change-set row (NULL-safe): 0 means an append.
-    `ranges`: the change set's value ranges over `t` (`joins.value_ranges`), so Delta skips the
+    `ranges`: the change set's value ranges over `t` (`change_stats.value_ranges`), so Delta skips the
     files no change row can match."""
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident("t")))
@@ -48,30 +48,15 @@ def stored_matches(plan: ViewPlan, backing: TableName, delta: str, ranges: Seque
     return found.where(exp.and_(*[r.copy() for r in ranges])) if ranges else found
 
 
-class OuterJoinRules(JoinRules):
-    MONOTONE = False
-
-    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
-        return decide_flips(refresh, narrow)
+class OuterJoinRules(IdentityRules):
+    """Not an `Appender`: a row added to a null-supplied side can remove the padded rows it matches."""
 
     def changed_identities(self, refresh: Refresh, delta: str) -> dict[int, list[int]] | None:
-        return read_identities(refresh, stored_identities(refresh.plan, delta, MAX_FILTER_IDENTITIES + 1))
+        return read_identities(refresh, stored_identities(refresh.plan, delta))
 
     def all_new(self, refresh: Refresh, delta: str, ranges: Sequence[exp.Expr] = ()) -> bool:
         rows = refresh.query(sql(stored_matches(refresh.plan, refresh.backing, delta, ranges)))
         return int(rows[0]["n"]) == 0
-
-    def append_statement(
-        self,
-        plan: ViewPlan,
-        backing: TableName,
-        old: Mapping[str, int],
-        new: Mapping[str, int],
-        unique_key: tuple[str, ...],
-        violation: str,
-        broadcast: bool = False,
-    ) -> exp.Insert:
-        raise NotImplementedError("an outer-join view is not monotone: it has no append path")
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         lines = []

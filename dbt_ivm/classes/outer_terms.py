@@ -34,19 +34,17 @@ that can change.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
-from dbt_ivm.classes import Refresh, Stage
-from dbt_ivm.classes.changes import (
-    Narrowing,
-    changes_relation,
-    copies,
-    snapshot_relation,
-    term_version,
-    union_all,
-)
+from dbt_ivm.classes.flips import decide_flips as decide_flips  # aggregate imports it from here
+from dbt_ivm.classes.flips import flip_keys
+from dbt_ivm.classes.jointree import has_outer_join as has_outer_join  # aggregate imports it from here
+from dbt_ivm.classes.jointree import leaves, node_keys, own_ranges, subtrees
+from dbt_ivm.classes.keys import key_equalities
+from dbt_ivm.classes.relations import TermInput, snapshot_relation, union_all
+from dbt_ivm.classes.rules import Stage
 from dbt_ivm.ir import (
     DELTA_COLUMN,
     HIDDEN_PREFIX,
@@ -59,73 +57,8 @@ from dbt_ivm.ir import (
     Source,
     ViewPlan,
 )
-from dbt_ivm.render import col, func, ident, lit, sql
+from dbt_ivm.render import col, func, ident, lit
 from dbt_ivm.verbatim import DIALECT
-
-
-def has_outer_join(node: JoinNode) -> bool:
-    if isinstance(node, Leaf):
-        return False
-    if isinstance(node, InnerGroup):
-        return any(has_outer_join(c) for c in node.children)
-    return True
-
-
-def _children(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
-    return node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-
-
-def leaves(node: JoinNode) -> tuple[int, ...]:
-    """The source occurrences under `node`, in occurrence order."""
-    if isinstance(node, Leaf):
-        return (node.source,)
-    return tuple(sorted(i for c in _children(node) for i in leaves(c)))
-
-
-def _path(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
-    """The joins above occurrence `index`, the root first."""
-    if not isinstance(node, Leaf):
-        yield node
-        yield from _path(next(c for c in _children(node) if index in leaves(c)), index)
-
-
-def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[tuple[str, Source, str, str]]:
-    """(a column of occurrence `index`, an occurrence on another side of `node`, its column, their
-    type) of each key equality (`joins.key_equalities`) of `node`'s condition between the two."""
-    from dbt_ivm.classes.joins import key_equalities
-
-    mine = leaves(next(c for c in _children(node) if index in leaves(c)))
-    conditions = node.predicates if isinstance(node, InnerGroup) else (node.on,)
-    out = []
-    for condition in conditions:
-        for a, b, type_ in key_equalities(plan, condition):
-            for (source, column), (other, other_column) in ((a, b), (b, a)):
-                if source.index == index and other.index not in mine:
-                    out.append((column, other, other_column, type_))
-    return out
-
-
-def outer_join_keys(plan: ViewPlan) -> dict[int, list[tuple[str, str, str, str]]]:
-    """`joins.join_keys` over outer joins: per occurrence i, for each key equality of a join above
-    it between i's column x and a column y of an occurrence b on the join's other side
-    (`node_keys`), (x, b, y, type), and (x, i, x, type).
-
-    At that join a change row of i meets b's rows only where y equals its x (a change row whose i
-    is padded, NULL, equals nothing), so its term reads b there only within the change set's
-    range of x (`joins.key_ranges`). So does the compensation's read of i's side before and after
-    the change: the b rows a change row matched (X) have y in that range, and so has every row of
-    i that matches them. `_Term._narrowed` applies each filter at its join only: elsewhere the
-    same occurrences are read whole (a compensation higher up needs all of them).
-    """
-    keys: dict[int, list[tuple[str, str, str, str]]] = {}
-    for source in plan.sources:
-        for node in _path(plan.tree, source.index):
-            for column, other, other_column, type_ in node_keys(plan, node, source.index):
-                entries = keys.setdefault(source.index, [])
-                for entry in ((column, other.alias, other_column, type_), (column, source.alias, column, type_)):
-                    if entry not in entries:
-                        entries.append(entry)
-    return keys
 
 
 def _with_rid(source: Source, rids: bool) -> bool:
@@ -156,7 +89,7 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
     """What a change to occurrence `index` does at each join above it, innermost first."""
     if isinstance(node, Leaf):
         return []
-    child = next(c for c in _children(node) if index in leaves(c))
+    child = next(c for c in subtrees(node) if index in leaves(c))
     steps = climb_steps(plan, child, index)
     if isinstance(node, InnerGroup):
         preds = " AND ".join(p.sql(dialect=DIALECT) for p in node.predicates) or "TRUE"
@@ -195,57 +128,6 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
     return steps
 
 
-def _outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
-    """The outer join whose direct child is Leaf(`index`), when its other side is preserved."""
-    if isinstance(node, Leaf):
-        return None
-    if isinstance(node, OuterJoin):
-        for child in (node.preserved, node.null_supplied):
-            if child == Leaf(index) and (child is node.null_supplied or node.kind is JoinKind.FULL):
-                return node
-        children: tuple[JoinNode, ...] = (node.preserved, node.null_supplied)
-    else:
-        children = node.children
-    return next((found for c in children if (found := _outer_parent(c, index)) is not None), None)
-
-
-def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
-    """{occurrence: its columns ON equates with the other side}, for each source that is the
-    null-supplied side (or a FULL side) of an outer join, whose other side is preserved.
-
-    When a change's values of these columns are unique in the source before and after it, a
-    preserved row matches at most one of its rows, so its padded row flips with the match: the
-    unique-key algorithm (Oracle's), without reading the source for the compensation.
-
-    Only equalities of plain columns of one type count (`joins.key_equalities`): uniqueness is
-    judged on the stored values, and it is the values the join compares only where Spark casts
-    neither side. `a.id = p.code` with `code` a STRING compares `'1'` and `'01'` as the same
-    number: two rows with distinct stored codes both match account 1.
-    """
-    from dbt_ivm.classes.joins import key_equalities
-
-    out: dict[int, tuple[str, ...]] = {}
-    for source in plan.sources:
-        node = _outer_parent(plan.tree, source.index)
-        if node is None:
-            continue
-        keys: list[str] = []
-        for (a, a_column), (b, b_column), _ in key_equalities(plan, node.on):
-            for (mine, column), other in (((a, a_column), b), ((b, b_column), a)):
-                if mine.index == source.index and other.index != source.index and column not in keys:
-                    keys.append(column)
-        if keys:
-            out[source.index] = tuple(keys)
-    return out
-
-
-def own_ranges(narrow: Mapping[str, Sequence[exp.Expr]], alias: str, columns: Collection[str]) -> list[exp.Expr]:
-    """The changed occurrence `alias`'s filters among one change's `narrow`: the change set's
-    pieces of its own columns in `columns` (`outer_join_keys`; each filter one column's BETWEEN,
-    or its pieces' BETWEENs OR-ed, `joins.key_ranges`)."""
-    return [f for f in narrow.get(alias, ()) if (b := f.find(exp.Between)) is not None and b.this.name in columns]
-
-
 def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[str, exp.Expr]], list[exp.Expr]] | None:
     """ON of `node` split for the counted compensation of a change to occurrence `index`, a side
     of it whose matches the other side's padded rows depend on: (its columns ON equates with a
@@ -256,8 +138,6 @@ def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[
     A row x of the other side then matches exactly the rows c of `index` with the same key values
     for which the one-sided conjuncts hold (those over x alone hold for every x a change row
     matched), so x's matches after the change are its matches before it plus the change's own."""
-    from dbt_ivm.classes.joins import key_equalities
-
     compensates = node.kind is JoinKind.FULL or index in leaves(node.null_supplied)
     if node.on is None or not compensates:
         return None
@@ -287,111 +167,21 @@ def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[
     return (keys, own) if keys else None
 
 
-def _occurrences_with_rows(parts: Sequence[tuple[int, exp.Select]]) -> exp.Select:
-    """Rows (i), one for each occurrence i whose query returns a row (each stops at its first)."""
-    found = [exp.select(lit(i).as_("i")).from_(q.subquery(ident(f"{HIDDEN_PREFIX}k"))).limit(1) for i, q in parts]
-    return exp.select(col("i")).distinct().from_(union_all(found).subquery(ident(f"{HIDDEN_PREFIX}dups")))
-
-
-def duplicate_keys(
-    plan: ViewPlan,
-    keys: Mapping[int, tuple[str, ...]],
-    versions: list[tuple[int, int, str]],
-    narrow: Narrowing | None = None,
-) -> exp.Select:
-    """Occurrences whose change rows' key values (`staged`, non-NULL) repeat in the source at a
-    version: rows (i) for each (occurrence i, version, staged change set) where some do. The
-    source is read only within the change set's ranges of those keys that `narrow` has (its
-    filters on the occurrence itself, `outer_join_keys`): a row that repeats a change row's key
-    values lies in them."""
-    parts = []
-    for index, version, staged in versions:
-        source = plan.sources[index]
-        change = f"{HIDDEN_PREFIX}s"
-        match = exp.and_(*[exp.EQ(this=col(k, source.alias), expression=col(k, change)) for k in keys[index]])
-        where = own_ranges((narrow or {}).get(index, {}), source.alias, keys[index])
-        dups = (
-            exp.select(*[col(k, source.alias) for k in keys[index]])
-            .from_(snapshot_relation(source, version, with_rid=False, where=where))
-            .join(
-                exp.Table(this=ident(staged), alias=exp.TableAlias(this=ident(change))), on=match, join_type="left semi"
-            )
-            .group_by(*[col(k, source.alias) for k in keys[index]])
-            .having(exp.GT(this=exp.Count(this=exp.Star()), expression=lit(1)))
-        )
-        parts.append((index, dups))
-    return _occurrences_with_rows(parts)
-
-
-def repeated_in_change(plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], staged: Mapping[int, str]) -> exp.Select:
-    """Occurrences whose change itself repeats key values (`staged`, non-NULL): rows (i) for each
-    i where the rows it inserts, or those it deletes, hold some key values more than once. Those
-    values then repeat in the source after the change, or before it: the change set alone shows
-    it, without reading the source (new orders with several lines each)."""
-    parts = []
-    for index, staged_rows in sorted(staged.items()):
-        key = [col(k) for k in keys[index]]
-        repeats = (
-            exp.select(*key)
-            .from_(exp.Table(this=ident(staged_rows)))
-            .where(exp.and_(*[exp.not_(exp.Is(this=k.copy(), expression=exp.Null())) for k in key]))
-            .group_by(*[k.copy() for k in key])
-            .having(exp.or_(*[exp.GT(this=exp.Sum(this=c), expression=lit(1)) for c in copies()]))
-        )
-        parts.append((index, repeats))
-    return _occurrences_with_rows(parts)
-
-
-def decide_flips(refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
-    """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
-    those whose change rows' key values are unique in the source at both versions. The change
-    sets are asked first (`repeated_in_change`); the sources, narrowed by `narrow`, only for the
-    occurrences whose change repeats no key values (`duplicate_keys`)."""
-    plan = refresh.plan
-    keys = flip_keys(plan)
-    candidates = [i for i in keys if i in refresh.staged]
-    if not candidates:
-        return frozenset(), ""
-    check = repeated_in_change(plan, keys, {i: refresh.staged[i] for i in candidates})
-    repeated = {int(row["i"]) for row in refresh.query(sql(check))}
-    versions = [
-        (i, version, refresh.staged[i])
-        for i in candidates
-        if i not in repeated
-        for version in (refresh.old[plan.sources[i].table.key], refresh.new[plan.sources[i].table.key])
-    ]
-    if versions:
-        repeated |= {int(row["i"]) for row in refresh.query(sql(duplicate_keys(plan, keys, versions, narrow)))}
-    flips = frozenset(i for i in candidates if i not in repeated)
-    said = [f"{plan.sources[i].alias} ({', '.join(keys[i])}) unique: padded rows flipped" for i in sorted(flips)]
-    said += [f"{plan.sources[i].alias} ({', '.join(keys[i])}) repeats: general compensation" for i in sorted(repeated)]
-    return flips, "; ".join(said)
-
-
 class _Term:
     """The relations of one telescoping term: occurrence `changed` moves from `before` to `after`."""
 
     def __init__(
         self,
         plan: ViewPlan,
-        changed: Source,
-        old: Mapping[str, int],
-        new: Mapping[str, int],
-        staged: str | None,
+        term: TermInput,
         rids: bool,
-        signed: bool,
         flip: bool = False,
         stage: Stage | None = None,
         narrow: Mapping[str, Sequence[exp.Expr]] | None = None,
     ):
-        self.plan, self.changed, self.rids, self.flip, self.stage = plan, changed, rids, flip, stage
+        self.plan, self.changed, self.rids, self.flip, self.stage = plan, term.changed, rids, flip, stage
         self.narrow = narrow or {}  # alias -> filters (`outer_join_keys`), each for one join (`_narrowed`)
-        key = changed.table.key
-        self.versions = {
-            s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
-        }
-        self.after = {**self.versions, changed.index: new[key]}
-        self.change = changes_relation(changed, old[key] + 1, new[key], staged, signed)
+        self.versions, self.after, self.change = term.before, term.after, term.change
 
     def state(
         self, node: JoinNode, versions: Mapping[int, int], narrow: Mapping[int, Sequence[exp.Expr]] | None = None
@@ -592,31 +382,22 @@ class _Term:
         return exp.select("*").from_(_sub(rows, "s")).where(exp.NEQ(this=col(DELTA_COLUMN), expression=lit(0)))
 
 
-def outer_delta_terms(
+def outer_term(
     plan: ViewPlan,
     query: exp.Select,
-    old: Mapping[str, int],
-    new: Mapping[str, int],
-    staged: Mapping[int, str] | None = None,
+    term: TermInput,
     rids: bool = True,
-    signed: bool = False,
-    flips: frozenset[int] = frozenset(),
+    flip: bool = False,
     stage: Stage | None = None,
-    narrow: Narrowing | None = None,
-) -> Iterator[tuple[Source, exp.Select]]:
-    """`changes.delta_terms` for a join tree with outer joins: each term is `query`'s projections
-    and WHERE over the term's change of the whole tree (struct columns), with `__ivm_d`.
-    `flips`: occurrences whose change takes the unique-key flip (see `flip_keys`); `stage`
-    caches a query and names the cached table (see `_Term._once`); `narrow`: per changed
-    occurrence, its term's filters by alias (`outer_join_keys`)."""
-    for changed in plan.sources:
-        key = changed.table.key
-        if new[key] == old[key]:
-            continue
-        staged_rows = (staged or {}).get(changed.index)
-        filters = (narrow or {}).get(changed.index)
-        term = _Term(plan, changed, old, new, staged_rows, rids, signed, changed.index in flips, stage, filters)
-        select = query.copy()
-        select.set("joins", None)
-        select = select.from_(_sub(term.delta(plan.tree), "v"), copy=False)
-        yield changed, select.select(col(DELTA_COLUMN), copy=False)
+    narrow: Mapping[str, Sequence[exp.Expr]] | None = None,
+) -> exp.Select:
+    """One telescoping term (`changes.delta_terms`) of a join tree with outer joins: `query`'s
+    projections and WHERE over the term's change of the whole tree (struct columns), with
+    `__ivm_d`. `flip`: the change takes the unique-key flip (see `flips.flip_keys`); `stage`
+    caches a query and names the cached table (see `_Term._once`); `narrow`: the term's filters
+    by alias (`outer_join_keys`)."""
+    delta = _Term(plan, term, rids, flip, stage, narrow).delta(plan.tree)
+    select = query.copy()
+    select.set("joins", None)
+    select = select.from_(_sub(delta, "v"), copy=False)
+    return select.select(col(DELTA_COLUMN), copy=False)

@@ -21,7 +21,9 @@ from dbt_ivm.catalog import (
     parse_describe_extended,
     parse_properties,
 )
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, rules_for
+from dbt_ivm.classes import aggregate, changes, flips, joins, outer_joins, outer_terms, rules_for
+from dbt_ivm.classes.keys import key_pieces
+from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import OuterJoin, TableName
 from dbt_ivm.metadata import Watermark, latest_watermark
@@ -42,6 +44,14 @@ AGG = (
     "where o.id > 0 group by o.cust, c.name having sum(o.amt) > 10"
 )
 GLOBAL = "select count(*) as n, min(amt) as low from db.o"
+# Outer joins: the change climbs the join tree, with NS-compensation of the padded rows.
+OUTER_SCHEMA = {**SCHEMA, "db.r": {"rid": "int", "cid": "int", "label": "string"}}
+LEFT = "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid"
+FULL = "select o.id, c.name from db.o o full join db.c c on o.cust = c.cid"
+NESTED = (
+    "select o.id, c.name, r.label from db.o o left join db.c c on o.cust = c.cid "
+    "left join db.r r on c.cid = r.cid and r.label <> c.name"
+)
 OLD, NEW = {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
 
 
@@ -76,6 +86,11 @@ CASES = {
         broadcast=True,
     ),
     "view_join": lambda: joins.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "delta_left_join": lambda: joins.delta_select(analyze(LEFT, SCHEMA), OLD, {"db.o": 3, "db.c": 7}),
+    "delta_full_join_both_changed": lambda: joins.delta_select(analyze(FULL, SCHEMA), OLD, NEW),
+    "delta_nested_left_joins": lambda: joins.delta_select(
+        analyze(NESTED, OUTER_SCHEMA), {**OLD, "db.r": 2}, {**NEW, "db.r": 6}
+    ),
     "build_aggregate": lambda: aggregate.build_select(analyze(AGG, SCHEMA), NEW),
     "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW, float_sums=frozenset({1})),
     "lost_groups_global": lambda: aggregate.lost_groups(
@@ -378,7 +393,7 @@ def test_catalog_entries_tell_tables_from_views_and_skip_temporary_views():
 def test_unique_key_flip_keys_and_sql():
     """The flip applies where a source is the padded side of an outer join whose other side is
     preserved, on its columns ON equates with the other side; it reads that source not at all."""
-    flip_keys = outer_terms.flip_keys
+    flip_keys = flips.flip_keys
     left = analyze("select o.id, c.name from db.o o left join db.c c on c.cid = o.cust and c.name <> 'x'", SCHEMA)
     assert flip_keys(left) == {1: ("cid",)}
     full = analyze("select o.id, c.name from db.o o full join db.c c on o.cust = c.cid", SCHEMA)
@@ -394,20 +409,20 @@ def test_unique_key_flip_keys_and_sql():
     assert "`db`.`c` VERSION AS OF" in general and "LEFT SEMI JOIN" in general
     assert "`db`.`c` VERSION AS OF" not in flipped and "LEFT SEMI JOIN" not in flipped
     assert "`__ivm_flow`" in flipped
-    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
+    check = render.sql(flips.duplicate_keys(left, flip_keys(left), [(1, 1, "chg"), (1, 2, "chg")]))
     assert check.count("`db`.`c` VERSION AS OF") == 2 and "HAVING COUNT(*) > 1" in check
     # read within the change set's range of the key (`outer_join_keys`' filters on c itself)
-    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), [{"p": 0, "lo_1_0": 3, "hi_1_0": 9}])
-    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
+    narrow = joins.key_ranges({1: "chg"}, terms_for(left).join_keys(), [{"p": 0, "lo_1_0": 3, "hi_1_0": 9}])
+    check = render.sql(flips.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
     assert "WHERE `cid` BETWEEN 3 AND 9" in check, check
-    # and within each piece, when the change lies in several (`joins.key_pieces`)
+    # and within each piece, when the change lies in several (`keys.key_pieces`)
     pieces = [{"p": 0, "lo_1_0": 3, "hi_1_0": 9}, {"p": 31, "lo_1_0": 90, "hi_1_0": 91}]
-    narrow = joins.key_ranges({1: "chg"}, joins.join_keys(left), pieces)
-    check = render.sql(outer_terms.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
+    narrow = joins.key_ranges({1: "chg"}, terms_for(left).join_keys(), pieces)
+    check = render.sql(flips.duplicate_keys(left, flip_keys(left), [(1, 1, "chg")], narrow))
     assert "WHERE (`cid` BETWEEN 3 AND 9 OR `cid` BETWEEN 90 AND 91)" in check, check
     # the change set is asked first: key values it inserts, or deletes, more than once repeat
     # in the source after the change, or before it, without reading the source
-    first = render.sql(outer_terms.repeated_in_change(left, flip_keys(left), {1: "chg"}))
+    first = render.sql(flips.repeated_in_change(left, flip_keys(left), {1: "chg"}))
     assert "VERSION AS OF" not in first and "FROM `chg` WHERE NOT `cid` IS NULL GROUP BY `cid`" in first, first
     assert "HAVING SUM(IF(`__ivm_d` > 0, `__ivm_d`, 0)) > 1 OR SUM(IF(`__ivm_d` < 0, -`__ivm_d`, 0)) > 1" in first
 
@@ -438,18 +453,18 @@ def test_the_compensation_counts_matches_where_on_is_key_equalities_and_one_side
 
 def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
     """`joins.narrowing`: equalities every view row satisfies, of plain columns of one exact type."""
-    keys = joins.join_keys(analyze(JOIN, SCHEMA))
+    keys = terms_for(analyze(JOIN, SCHEMA)).join_keys()
     assert keys == {0: [("cust", "c", "cid", "int")], 1: [("cid", "o", "cust", "int")]}
     implicit = analyze("select o.id, c.name from db.o o, db.c c where o.cust = c.cid and o.note = c.name", SCHEMA)
-    assert [k[0] for k in joins.join_keys(implicit)[0]] == ["cust", "note"]
+    assert [k[0] for k in terms_for(implicit).join_keys()[0]] == ["cust", "note"]
     for unsafe in (
         "select o.id, c.name from db.o o join db.c c on o.cust = c.cid or o.id = c.cid",  # not every row
         "select o.id from db.o o join db.c c on o.amt = c.cid",  # double = int: no exact bound
         "select o.id from db.o o join db.c c on o.cust + 0 = c.cid",  # not a plain column
     ):
-        assert joins.join_keys(analyze(unsafe, SCHEMA)) == {}, unsafe
+        assert terms_for(analyze(unsafe, SCHEMA)).join_keys() == {}, unsafe
     # over an outer join: each side by the other's range, and itself for the compensation's reads
-    outer = joins.join_keys(analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA))
+    outer = terms_for(analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA)).join_keys()
     assert outer == {
         0: [("cust", "c", "cid", "int"), ("cust", "o", "cust", "int")],
         1: [("cid", "o", "cust", "int"), ("cid", "c", "cid", "int")],
@@ -465,10 +480,10 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
 
 
 def test_a_change_in_far_apart_places_narrows_to_each_place():
-    """`joins.key_pieces`: the change set's keys in pieces of their span; pieces next to each
+    """`keys.key_pieces`: the change set's keys in pieces of their span; pieces next to each
     other are one range, an empty piece between two splits them; an inexact bound narrows
     nothing, since every piece must be covered."""
-    keys = joins.join_keys(analyze(JOIN, SCHEMA))
+    keys = terms_for(analyze(JOIN, SCHEMA)).join_keys()
     rows = [
         {"p": 31, "lo_0_0": 900, "hi_0_0": 901},
         {"p": 0, "lo_0_0": 3, "hi_0_0": 9},
@@ -477,12 +492,12 @@ def test_a_change_in_far_apart_places_narrows_to_each_place():
     ]
     narrow = joins.key_ranges({0: "chg0"}, keys, rows)
     assert [render.sql(e) for e in narrow[0]["c"]] == ["(`cid` BETWEEN 3 AND 12 OR `cid` BETWEEN 900 AND 901)"]
-    assert joins.key_pieces([*rows, {"p": 7, "lo_0_0": 1.5, "hi_0_0": 2.5}], "0_0", "int") is None
+    assert key_pieces([*rows, {"p": 7, "lo_0_0": 1.5, "hi_0_0": 2.5}], "0_0", "int") is None
     # a number's pieces are equal widths of its span; NULLs and a span of one value land in the first
     sql = render.sql(joins.key_stats({0: "chg0"}, keys))
     assert "NULLIF(MAX(CAST(`cust` AS DOUBLE)) OVER () - MIN(CAST(`cust` AS DOUBLE)) OVER (), 0)) * 32)), 0)" in sql
     # text has no width to cut: one piece; each key's columns are NULL in the others' rows
-    texts = joins.join_keys(analyze("select o.id from db.o o join db.c c on o.note = c.name", SCHEMA))
+    texts = terms_for(analyze("select o.id from db.o o join db.c c on o.note = c.name", SCHEMA)).join_keys()
     sql = render.sql(joins.key_stats({0: "chg0", 1: "chg1"}, texts))
     assert "SELECT `note` AS `__ivm_v`, 0 AS `__ivm_p`" in sql and "OVER ()" not in sql
     assert "CAST(NULL AS STRING) AS lo_1_0" in sql and "CAST(NULL AS STRING) AS lo_0_0" in sql

@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The long randomized runs are not part of the suite: they run only with --stress. Under
     pytest-xdist (`-n`), the tests that share a class- or module-scoped fixture (a dbt project,
-    a batch of views) run on one worker (`--dist loadgroup`), each other test wherever a worker is free."""
+    a batch of views) run on one worker (`--dist loadgroup`), each other test wherever a worker is free.
+    A test whose fixtures need the Spark session is marked `spark`."""
     if not config.getoption("--stress"):
         stress = [item for item in items if "stress" in item.keywords]
         if stress:
@@ -49,6 +50,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if group := shared_fixture_scope(item):
             item.add_marker(pytest.mark.xdist_group(group))
+        # a test that starts the Spark session is a `spark` test, marked or not: `-m "not spark"`
+        # (scripts/test.sh --fast) never starts it
+        if "spark" in getattr(item, "fixturenames", ()) and "spark" not in item.keywords:
+            item.add_marker(pytest.mark.spark)
 
 
 def shared_fixture_scope(item: pytest.Item) -> str | None:

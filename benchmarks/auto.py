@@ -7,7 +7,7 @@ For each case of the CSVs (`benchmarks.run`), the choice `policy.choose` makes w
 picks against the faster of the refresh and the rebuild (the target: at most 1.1x). Runs before
 that column give the totals of their log line only (`auto_reason`); their inputs are
 reconstructed from the benchmark's tables and views (`reconstructed`), which is how the tie
-band of `Costs` was chosen (docs/ARCHITECTURE.md, "Cost").
+band of `Costs` was chosen (docs/journal.md, "auto's tie band").
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ rebuild`. That makes the fit a linear program over the constants:
 - within those, the sum of both estimates' relative errors is the smallest.
 
 Prints the constants, to three digits, as `policy.Costs` takes them, and what they choose for
-each case (`docs/ARCHITECTURE.md`, "auto refitted to the sorted build").
+each case (`docs/journal.md`, "auto refitted to the sorted build").
 """
 
 from __future__ import annotations

@@ -49,6 +49,18 @@ DB = "ivm_benchmark"
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 CDF = "USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 
+# The sources' columns and types (`setup` creates them)
+TABLES: dict[str, dict[str, str]] = {
+    "customer": {"c_custkey": "BIGINT", "c_name": "STRING", "c_mktsegment": "STRING"},
+    "orders": {"o_orderkey": "BIGINT", "o_custkey": "BIGINT", "o_orderstatus": "STRING", "o_totalprice": "DOUBLE"},
+    "lineitem": {
+        "l_orderkey": "BIGINT",
+        "l_linenumber": "INT",
+        "l_quantity": "INT",
+        "l_extendedprice": "DOUBLE",
+        "l_discount": "DOUBLE",
+    },
+}
 VIEWS: dict[str, str] = {
     "join": (
         "select l.l_orderkey, l.l_linenumber, l.l_quantity, l.l_extendedprice, o.o_orderstatus, c.c_name "
@@ -209,15 +221,8 @@ def setup(spark: Any, n: int) -> None:
     """`lineitem` (n rows, order keys 0..n/4, 4 lines each), `orders` (n/4), `customer` (n/40): fixed values."""
     spark.sql(f"DROP DATABASE IF EXISTS {DB} CASCADE")
     spark.sql(f"CREATE DATABASE {DB}")
-    spark.sql(f"CREATE TABLE {DB}.customer (c_custkey BIGINT, c_name STRING, c_mktsegment STRING) {CDF}")
-    spark.sql(
-        f"CREATE TABLE {DB}.orders (o_orderkey BIGINT, o_custkey BIGINT, o_orderstatus STRING, "
-        f"o_totalprice DOUBLE) {CDF}"
-    )
-    spark.sql(
-        f"CREATE TABLE {DB}.lineitem (l_orderkey BIGINT, l_linenumber INT, l_quantity INT, "
-        f"l_extendedprice DOUBLE, l_discount DOUBLE) {CDF}"
-    )
+    for table, columns in TABLES.items():
+        spark.sql(f"CREATE TABLE {DB}.{table} ({', '.join(f'{c} {t}' for c, t in columns.items())}) {CDF}")
     customers, orders = max(1, n // 40), max(1, n // 4)
     spark.sql(
         f"INSERT INTO {DB}.customer SELECT id, concat('Customer#', id), "

@@ -8,6 +8,9 @@ Spark SQL and compare it with the view.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 SOURCE_NAME = "src"
 
 # Every source lives in the test's own schema, so dropping the schema cleans up.
@@ -222,3 +225,19 @@ def recompute(template: str, schema: str) -> str:
 def consistent_schema_yml(*models: str) -> str:
     lines = "\n".join(f"  - name: {m}\n    data_tests: [fast_mv_consistent]" for m in models)
     return CONSISTENT_SCHEMA_YML.format(models=lines)
+
+
+def shop_models(models: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The project files of a test class over the shop's sources: each of `models` (name: SQL
+    template) as a fast_mv model with its consistency test, and the `extra` files as they are."""
+    files = {f"{name}.sql": model(sql) for name, sql in models.items()}
+    files.update(extra or {})
+    files["sources.yml"] = SOURCES_YML
+    files["schema.yml"] = consistent_schema_yml(*models)
+    return files
+
+
+def create_source(spark: Any, schema: str, name: str, columns: str, rows: str | None = None, using: str = CDF) -> None:
+    spark.sql(f"CREATE TABLE {schema}.{name} ({columns}) {using}")
+    if rows:
+        spark.sql(f"INSERT INTO {schema}.{name} VALUES {rows}")

@@ -17,7 +17,6 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from integration_tests.fixtures import (
     AGGREGATE_MODELS,
     BAD_UNIQUE_KEY,
-    CDF,
     FROM_NO_CDF,
     FROM_PARQUET,
     ITEM_KEYED,
@@ -40,8 +39,10 @@ from integration_tests.fixtures import (
     UDF_MODEL,
     WINDOW_FUNCTION,
     consistent_schema_yml,
+    create_source,
     model,
     recompute,
+    shop_models,
 )
 
 pytestmark = pytest.mark.spark
@@ -55,12 +56,6 @@ REFRESHED = re.compile(r"^refreshed: \+\d+/-\d+ rows from ")
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def create_source(spark, schema: str, name: str, columns: str, rows: str | None = None, using: str = CDF) -> None:
-    spark.sql(f"CREATE TABLE {schema}.{name} ({columns}) {using}")
-    if rows:
-        spark.sql(f"INSERT INTO {schema}.{name} VALUES {rows}")
 
 
 def version(spark, schema: str, table: str) -> int:
@@ -104,19 +99,11 @@ def assert_test_fails(*select: str) -> None:
 # --- build, refresh, no changes, full refresh: single source and joins, 4 threads ------
 
 
+@pytest.mark.usefixtures("shop_sources")
 class TestFastMvLifecycle:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {f"{name}.sql": model(sql) for name, (sql, _) in SHOP_MODELS.items()}
-        files["orders_mv_ref.sql"] = ORDERS_MV_REF
-        files["sources.yml"] = SOURCES_YML
-        files["schema.yml"] = consistent_schema_yml(*SHOP_MODELS)
-        return files
-
-    @pytest.fixture(scope="class", autouse=True)
-    def sources(self, project, spark):
-        for name, columns in SHOP_TABLES.items():
-            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+        return shop_models({name: sql for name, (sql, _) in SHOP_MODELS.items()}, {"orders_mv_ref.sql": ORDERS_MV_REF})
 
     def check_all(self, spark, schema: str) -> dict[str, Counter]:
         return {name: assert_view_matches_model(spark, schema, name, sql) for name, (sql, _) in SHOP_MODELS.items()}
@@ -181,18 +168,11 @@ class TestFastMvLifecycle:
 # --- aggregate views: build, refresh, consistency test ---------------------------------------
 
 
+@pytest.mark.usefixtures("shop_sources")
 class TestFastMvAggregates:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {f"{name}.sql": model(sql) for name, (sql, _) in AGGREGATE_MODELS.items()}
-        files["sources.yml"] = SOURCES_YML
-        files["schema.yml"] = consistent_schema_yml(*AGGREGATE_MODELS)
-        return files
-
-    @pytest.fixture(scope="class", autouse=True)
-    def sources(self, project, spark):
-        for name, columns in SHOP_TABLES.items():
-            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+        return shop_models({name: sql for name, (sql, _) in AGGREGATE_MODELS.items()})
 
     def test_build_refresh_and_consistency(self, project, spark):
         schema = project.test_schema
@@ -223,18 +203,11 @@ class TestFastMvAggregates:
         assert_tests_pass(len(AGGREGATE_MODELS))
 
 
+@pytest.mark.usefixtures("shop_sources")
 class TestFastMvOuterJoins:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {f"{name}.sql": model(sql) for name, sql in OUTER_MODELS.items()}
-        files["sources.yml"] = SOURCES_YML
-        files["schema.yml"] = consistent_schema_yml(*OUTER_MODELS)
-        return files
-
-    @pytest.fixture(scope="class", autouse=True)
-    def sources(self, project, spark):
-        for name, columns in SHOP_TABLES.items():
-            create_source(spark, project.test_schema, name, columns, SHOP_ROWS[name])
+        return shop_models(OUTER_MODELS)
 
     def test_build_refresh_and_consistency(self, project, spark):
         """Padded rows appear when a customer's last order goes and vanish when its first comes."""

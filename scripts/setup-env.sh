@@ -19,7 +19,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e ".[test]"
   touch "$stamp"
 fi
-if ! command -v java >/dev/null 2>&1; then
+if [ -z "${IVM_NO_SPARK:-}" ] && ! command -v java >/dev/null 2>&1; then
   echo "ERROR: Spark needs Java 17 (java not found on PATH)" >&2
   exit 1
 fi

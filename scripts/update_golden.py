@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.unit.test_render import CASES, GOLDEN, golden_sql
+from tests.unit.test_golden import CASES, GOLDEN, golden_sql
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ def test_each_estimate_is_linear_in_the_fitted_constants():
 
 def test_policy_takes_the_fit_of_the_current_codes_runs():
     """Refitting the runs `COSTS` came from gives its choices and its errors: a hand edit of the
-    constants, or a run added without refitting, shows here (docs/ARCHITECTURE.md, "auto
+    constants, or a run added without refitting, shows here (docs/journal.md, "auto
     refitted to the sorted build")."""
     cases = measured(FITTED_RUNS)
     fitted = fit(cases)

@@ -160,7 +160,7 @@ def test_the_plan_says_which_costs_a_view_pays():
 def test_auto_replayed_over_the_recorded_benchmark_runs_stays_within_its_target():
     """`benchmarks.auto` over the current code's runs that `COSTS` was fitted to (2026-11-26): the
     choice of each of the 96 measured cases, now, against the faster path as measured. Any change
-    of `COSTS` must keep every one within 1.1x (docs/ARCHITECTURE.md, "The benchmark's deletes
+    of `COSTS` must keep every one within 1.1x (docs/journal.md, "The benchmark's deletes
     fixed, and auto refitted again")."""
     results = replay(FITTED_RUNS)
     assert len(results) == 96

@@ -1,0 +1,73 @@
+"""`catalog.py`: the pure helpers that read the catalog (DESCRIBE, SHOW TABLE EXTENDED)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dbt_ivm.catalog import (
+    CatalogEntry,
+    backing_table,
+    catalog_entries,
+    created_times,
+    parse_describe_extended,
+    parse_properties,
+)
+from dbt_ivm.ir import TableName
+
+
+def test_parse_describe_extended():
+    rows = [
+        {"col_name": "a", "data_type": "int"},
+        {"col_name": "b c", "data_type": "array<string>"},
+        {"col_name": "", "data_type": ""},
+        {"col_name": "# Detailed Table Information", "data_type": ""},
+        {"col_name": "Provider", "data_type": "delta"},
+        {"col_name": "Table Properties", "data_type": "[delta.enableChangeDataFeed=true,x=a=b]"},
+    ]
+    cols, details = parse_describe_extended(rows)
+    assert cols == {"a": "int", "b c": "array<string>"}
+    assert details["Provider"] == "delta"
+    assert parse_properties(details["Table Properties"]) == {"delta.enableChangeDataFeed": "true", "x": "a=b"}
+
+
+def test_backing_table_name():
+    assert backing_table(TableName("s", "v")) == TableName("s", "v__ivm")
+
+
+def test_created_times_one_query_per_database():
+    class FakeDb:
+        queries: ClassVar[list[str]] = []
+
+        def query(self, sql):
+            self.queries.append(sql)
+            info = "Catalog: spark_catalog\nCreated Time: Mon Nov 23 04:57:41 UTC 2026\nProvider: delta\n"
+            return [{"tableName": "O", "information": info}, {"tableName": "other", "information": "x"}]
+
+    db = FakeDb()
+    tables = [TableName("db", "o"), TableName("db", "c"), TableName("db2", "o")]
+    assert created_times(db, tables) == {
+        "db.o": "Mon Nov 23 04:57:41 UTC 2026",
+        "db.c": "",
+        "db2.o": "Mon Nov 23 04:57:41 UTC 2026",
+    }
+    assert db.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|c'", "SHOW TABLE EXTENDED IN `db2` LIKE 'o'"]
+
+
+def test_catalog_entries_tell_tables_from_views_and_skip_temporary_views():
+    """One statement tells a refresh its sources' creation times and whether its storage and view exist."""
+
+    class FakeDb:
+        queries: ClassVar[list[str]] = []
+
+        def query(self, sql):
+            self.queries.append(sql)
+            return [
+                {"tableName": "o", "isTemporary": False, "information": "Created Time: T1\nType: MANAGED\n"},
+                {"tableName": "v", "isTemporary": False, "information": "Created Time: T2\nType: VIEW\n"},
+                {"tableName": "v__ivm", "isTemporary": True, "information": "Type: VIEW\n"},
+            ]
+
+    tables = [TableName("db", "o"), TableName("db", "v__ivm"), TableName("db", "v")]
+    entries = catalog_entries(FakeDb(), tables)
+    assert entries == {"db.o": CatalogEntry("T1", "MANAGED"), "db.v": CatalogEntry("T2", "VIEW")}
+    assert FakeDb.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|v__ivm|v'"]

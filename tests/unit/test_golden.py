@@ -1,0 +1,76 @@
+"""Golden SQL of the refresh builders: each case's SQL, pretty-printed, against tests/unit/golden/<case>.sql.
+
+Regenerate the golden files after an intended change with:
+    .venv/bin/python scripts/update_golden.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbt_ivm import analyze, render, verbatim
+from dbt_ivm.classes import aggregate, joins
+from tests.unit.views import AGG, BACKING, FULL, GLOBAL, JOIN, LEFT, NESTED, NEW, OLD, OUTER_SCHEMA, SCHEMA, SELF
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def golden_sql(name: str) -> str:
+    """The SQL of golden case `name`, as the engine writes it now (pretty-printed)."""
+    built = CASES[name]()
+    return built if isinstance(built, str) else verbatim.to_sql(built, pretty=True)
+
+
+def _agg_view() -> object:
+    return aggregate.view_select(analyze(AGG, SCHEMA), BACKING, {2: "double"})
+
+
+CASES = {
+    "build_join": lambda: joins.build_select(analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}),
+    "delta_join_both_changed": lambda: joins.delta_select(
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
+    ),
+    "delta_join_one_changed": lambda: joins.delta_select(
+        analyze(JOIN, SCHEMA), {"db.o": 3, "db.c": 5}, {"db.o": 3, "db.c": 7}
+    ),
+    "delta_self_join": lambda: joins.delta_select(analyze(SELF, SCHEMA), {"db.o": 1}, {"db.o": 2}),
+    "merge_join": lambda: joins.merge_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "insert_join": lambda: joins.insert_statement(analyze(JOIN, SCHEMA), BACKING, "__ivm_delta_x"),
+    "append_join": lambda: joins.append_statement(
+        analyze(JOIN, SCHEMA),
+        BACKING,
+        {"db.o": 3, "db.c": 5},
+        {"db.o": 4, "db.c": 7},
+        ("id", "name"),
+        "key repeats",
+        broadcast=True,
+    ),
+    "view_join": lambda: joins.view_select(analyze(JOIN, SCHEMA), BACKING),
+    "delta_left_join": lambda: joins.delta_select(analyze(LEFT, SCHEMA), OLD, {"db.o": 3, "db.c": 7}),
+    "delta_full_join_both_changed": lambda: joins.delta_select(analyze(FULL, SCHEMA), OLD, NEW),
+    "delta_nested_left_joins": lambda: joins.delta_select(
+        analyze(NESTED, OUTER_SCHEMA), {**OLD, "db.r": 2}, {**NEW, "db.r": 6}
+    ),
+    "build_aggregate": lambda: aggregate.build_select(analyze(AGG, SCHEMA), NEW),
+    "delta_aggregate": lambda: aggregate.delta_select(analyze(AGG, SCHEMA), OLD, NEW, float_sums=frozenset({1})),
+    "lost_groups_global": lambda: aggregate.lost_groups(
+        analyze(GLOBAL, SCHEMA), BACKING, "__ivm_delta_x", aggregate.Recompute(False, frozenset())
+    ),
+    "recompute_aggregate": lambda: aggregate.recompute_select(analyze(AGG, SCHEMA), NEW, "__ivm_lost_x"),
+    "merge_aggregate": lambda: aggregate.merge_statement(analyze(AGG, SCHEMA), BACKING, "__ivm_delta_x", "__ivm_r_x"),
+    "merge_global_insert_only": lambda: aggregate.merge_statement(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_d_x", None),
+    "view_aggregate": _agg_view,
+    "recompute": lambda: render.consistency_sql(BACKING, render.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
+    "recompute_float_columns": lambda: render.consistency_sql(
+        BACKING, render.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_sql(name):
+    path = GOLDEN / f"{name}.sql"
+    sql = golden_sql(name)
+    assert sql == path.read_text().strip(), f"golden {path.name} differs (scripts/update_golden.py):\n{sql}"

@@ -1,0 +1,28 @@
+"""The small schema and views the unit tests of the SQL builders share."""
+
+from __future__ import annotations
+
+from dbt_ivm.ir import TableName
+
+SCHEMA = {
+    "db.o": {"id": "int", "cust": "int", "amt": "double", "note": "string"},
+    "db.c": {"cid": "int", "name": "string"},
+}
+JOIN = "select o.id, c.name from db.o o join db.c c on o.cust = c.cid where o.amt > 1"
+SELF = "select a.id, b.id as id2 from db.o a join db.o b on a.cust = b.id"
+BACKING = TableName("db", "v__ivm")
+AGG = (
+    "select o.cust, c.name, count(*) as n, sum(o.amt) as total, avg(o.amt) as mean, max(o.amt) as top, "
+    "count(distinct o.note) as notes from db.o o join db.c c on o.cust = c.cid "
+    "where o.id > 0 group by o.cust, c.name having sum(o.amt) > 10"
+)
+GLOBAL = "select count(*) as n, min(amt) as low from db.o"
+OLD, NEW = {"db.o": 3, "db.c": 5}, {"db.o": 4, "db.c": 7}
+# Outer joins: the change climbs the join tree, with NS-compensation of the padded rows.
+OUTER_SCHEMA = {**SCHEMA, "db.r": {"rid": "int", "cid": "int", "label": "string"}}
+LEFT = "select o.id, c.name from db.o o left join db.c c on o.cust = c.cid"
+FULL = "select o.id, c.name from db.o o full join db.c c on o.cust = c.cid"
+NESTED = (
+    "select o.id, c.name, r.label from db.o o left join db.c c on o.cust = c.cid "
+    "left join db.r r on c.cid = r.cid and r.label <> c.name"
+)

@@ -37,7 +37,7 @@ from dbt_ivm.catalog import (
     table_exists,
     view_properties,
 )
-from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, changes
+from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
 from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
 from dbt_ivm.errors import LostHistory, StateError
@@ -71,21 +71,11 @@ class Action(str, enum.Enum):
     NO_CHANGES = "no changes"
 
 
-class WritePath(str, enum.Enum):
-    """How a refresh applied its changes (`Outcome.path`)."""
-
-    NONE = ""  # a build, or no source moved
-    APPEND = "append"  # one INSERT straight from the feeds
-    INSERT = "insert"  # the change set only added identities
-    MERGE = "merge"
-    EMPTY = "empty"  # the change set netted to nothing: an empty commit
-
-
 @dataclass(frozen=True)
 class Outcome:
     action: Action
     message: str
-    path: str = WritePath.NONE  # a `WritePath` or a class's own path (`Write.path`)
+    path: WritePath = WritePath.NONE
     inserted: int = 0
     deleted: int = 0
     versions: Mapping[str, int] = field(default_factory=dict)
@@ -175,7 +165,7 @@ class Maintainer:
         i: Inspection,
         action: Action,
         message: str,
-        path: str = WritePath.NONE,
+        path: WritePath = WritePath.NONE,
         inserted: int = 0,
         deleted: int = 0,
     ) -> Outcome:
@@ -264,7 +254,7 @@ class Maintainer:
         commit = self._verify(mark)
         if write.check_repeats and _matched_several(commit):
             self._repair_repeated_rows(i, mark)
-        inserted, deleted = (0, 0) if write.path == WritePath.EMPTY else _written(write, commit)
+        inserted, deleted = (0, 0) if write.path is WritePath.EMPTY else _written(write, commit)
         if inserted == deleted == 0:  # e.g. an aggregate whose group deltas all cancel
             return self._outcome(i, Action.NO_CHANGES, f"no net changes from {i.ranges}")
         message = f"refreshed: +{inserted}/-{deleted} rows from {i.ranges}"

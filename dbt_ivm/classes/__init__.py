@@ -24,6 +24,7 @@ from dbt_ivm.classes.rules import Refresh as Refresh
 from dbt_ivm.classes.rules import Stage as Stage
 from dbt_ivm.classes.rules import ViewRules as ViewRules
 from dbt_ivm.classes.rules import Write as Write
+from dbt_ivm.classes.rules import WritePath as WritePath
 from dbt_ivm.classes.rules import stager as stager
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import ViewClass, ViewPlan

@@ -30,7 +30,7 @@ from sqlglot import exp
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.joins import narrowing
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
-from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, stager
+from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, WritePath, stager
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -792,7 +792,7 @@ class AggregateRules:
         if rules.every_group or extremes or rules.float_sums or rules.checked_sums:  # else the MERGE is all
             stats = refresh.query(sql(delta_stats(plan, name, rules, refresh.backing)))[0]
             if int(stats["n"]) == 0:
-                return Write("empty", empty_commit(refresh.backing), 0, 0)
+                return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0)
             removing, touched = int(stats.get("removing") or 0), f"{stats['n']} groups touched, "
             overflowed = int(stats.get("overflowed") or 0)
         if rules.every_group or removing or overflowed:
@@ -805,7 +805,7 @@ class AggregateRules:
                 refresh.run(cache_as(cached, lost))
                 refresh.run(cache_as(recomputed, recompute_select(plan, refresh.new, cached)))
         detail = f"{touched}{groups} recomputed from the sources" + (f"; {flipped}" if flipped else "")
-        return Write("merge", merge_statement(plan, refresh.backing, name, recomputed, rules), detail=detail)
+        return Write(WritePath.MERGE, merge_statement(plan, refresh.backing, name, recomputed, rules), detail=detail)
 
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return {}  # the MERGE reaches the stored groups by key; a view of groups stays small

@@ -29,7 +29,7 @@ from dbt_ivm.classes.changes import delta_terms
 from dbt_ivm.classes.identities import changed_identities, existing_identities, identity_filter, read_identities
 from dbt_ivm.classes.keys import key_ranges, key_stats
 from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
-from dbt_ivm.classes.rules import NULL_KEY_FALLBACK, Describe, Refresh, Stage, Write, stager
+from dbt_ivm.classes.rules import NULL_KEY_FALLBACK, Describe, Refresh, Stage, Write, WritePath, stager
 from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.errors import StateError
 from dbt_ivm.ir import COUNT_COLUMN, DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Side, TableName, ViewPlan
@@ -277,7 +277,7 @@ class IdentityRules:
         if keyed and min_d > 0 and (int(stats["keyed_max_d"]) > 1 or int(stats["keys"]) < keyed):
             raise StateError(refresh.key_violation)
         if n == 0:
-            return Write("empty", empty_commit(refresh.backing), 0, 0, detail, highs=refresh.highs)
+            return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, detail, highs=refresh.highs)
         tracked, highs = tracked_columns(ranged), refresh.highs
         if min_d > 0 and not refresh.unique_key and highs is None and tracked:
             highs = read_highs(refresh, tracked)  # once: the watermark carries them from now on
@@ -287,10 +287,12 @@ class IdentityRules:
             or above_stored(highs, tracked, stats)
             or self.all_new(refresh, name, value_ranges(ranged, stats, "t"))
         ):
-            return Write("insert", insert_statement(plan, refresh.backing, name), inserted, 0, detail, highs=raised)
+            return Write(
+                WritePath.INSERT, insert_statement(plan, refresh.backing, name), inserted, 0, detail, highs=raised
+            )
         identities = self.changed_identities(refresh, name)
         merge = merge_statement(plan, refresh.backing, name, identities, ranged, stats)
-        return Write("merge", merge, inserted, deleted, detail, check_repeats=True, highs=raised)
+        return Write(WritePath.MERGE, merge, inserted, deleted, detail, check_repeats=True, highs=raised)
 
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return ranged_columns(plan, types)

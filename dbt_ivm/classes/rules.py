@@ -5,6 +5,7 @@ it gives back (`Write`).
 
 from __future__ import annotations
 
+import enum
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,11 +58,21 @@ def stager(refresh: Refresh) -> Stage:
     return stage
 
 
+class WritePath(str, enum.Enum):
+    """How a run applied its changes (`Write.path`, `maintain.Outcome.path`)."""
+
+    NONE = ""  # a build, or no source moved
+    APPEND = "append"  # one INSERT straight from the change feeds (`Appender`)
+    INSERT = "insert"  # the change set only added identities
+    MERGE = "merge"
+    EMPTY = "empty"  # the change set netted to nothing: an empty commit moves the watermark
+
+
 @dataclass(frozen=True)
 class Write:
     """The one statement that commits a refresh, and what to report of it."""
 
-    path: str  # empty | insert | merge | …: shown in the log and the outcome
+    path: WritePath  # shown in the log and the outcome
     statement: exp.Expr
     inserted: int | None = None  # None: read from the commit's metrics
     deleted: int | None = None

@@ -244,7 +244,7 @@ def rows_after(before: int, history: Iterable[Mapping[str, Any]], start: int, en
     """A table's rows after versions start..end, from its rows `before` them and the commits'
     metrics; None when a commit is missing from `history` or its metrics do not say.
 
-    For `refresh_policy: auto`'s sizes (`Maintainer._sizes`), never for correctness. Appends
+    For `refresh_policy: auto`'s sizes (`inspection.tracked_sizes`), never for correctness. Appends
     add their output rows, deletes take their deleted rows, updates change no count, merges add
     their inserted and take their deleted rows, a CREATE OR REPLACE … AS SELECT sets them; an
     overwrite, a RESTORE, a TRUNCATE or anything else leaves the count unknown.

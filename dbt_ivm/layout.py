@@ -29,7 +29,7 @@ FILE_ROWS = 250_000
 MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 # A grouped build sorts each range by the whole grouping key and groups the sorted rows as they
 # stream by (one sort aggregate), instead of a partial and a final hash aggregate over rows that
-# are nearly all distinct (docs/ARCHITECTURE.md, "The clustered build groups sorted rows").
+# are nearly all distinct (measured in docs/journal.md).
 # Spark plans it only when its optimizer keeps a sort below an aggregate (it drops it otherwise,
 # since a count does not depend on order) and replaces a hash aggregate whose input is sorted by
 # its keys. Both change the plan, never the rows.

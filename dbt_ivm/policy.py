@@ -65,8 +65,7 @@ class Costs:
     """
 
     # Fitted on 2026-11-26 to the 96 cases of the current code's runs (`benchmarks.auto.FITTED_RUNS`)
-    # by `python -m benchmarks.fit` (docs/ARCHITECTURE.md: the method in "auto refitted to the sorted
-    # build", these runs in "The benchmark's deletes fixed, and auto refitted again"): a
+    # by `python -m benchmarks.fit` (the method and the runs are recorded in docs/journal.md): a
     # linear program that makes every case whose two paths differ by more than 1.1x choose the
     # faster one with its estimates at least 3 % off the tie line, charges a change row at least
     # what a source row costs a join's rebuild (so a change of most of the data rebuilds), and
@@ -92,7 +91,7 @@ class Costs:
     write: float = 7.43e-07
     filter_limit: int = MAX_FILTER_IDENTITIES
     # Rebuild when rebuild * tie < refresh: estimates within 10 % of each other are a tie, and a
-    # tie refreshes (docs/ARCHITECTURE.md, "auto refitted").
+    # tie refreshes.
     tie: float = 1.1
 
     def refresh(self, inputs: Inputs) -> float:

@@ -38,6 +38,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
+from dbt_ivm.analyze.join_tree import children, leaves
 from dbt_ivm.classes import Refresh, Stage
 from dbt_ivm.classes.changes import (
     Narrowing,
@@ -71,22 +72,11 @@ def has_outer_join(node: JoinNode) -> bool:
     return True
 
 
-def _children(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
-    return node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-
-
-def leaves(node: JoinNode) -> tuple[int, ...]:
-    """The source occurrences under `node`, in occurrence order."""
-    if isinstance(node, Leaf):
-        return (node.source,)
-    return tuple(sorted(i for c in _children(node) for i in leaves(c)))
-
-
 def _path(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
     """The joins above occurrence `index`, the root first."""
     if not isinstance(node, Leaf):
         yield node
-        yield from _path(next(c for c in _children(node) if index in leaves(c)), index)
+        yield from _path(next(c for c in children(node) if index in leaves(c)), index)
 
 
 def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[tuple[str, Source, str, str]]:
@@ -94,7 +84,7 @@ def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[
     type) of each key equality (`joins.key_equalities`) of `node`'s condition between the two."""
     from dbt_ivm.classes.joins import key_equalities
 
-    mine = leaves(next(c for c in _children(node) if index in leaves(c)))
+    mine = leaves(next(c for c in children(node) if index in leaves(c)))
     conditions = node.predicates if isinstance(node, InnerGroup) else (node.on,)
     out = []
     for condition in conditions:
@@ -156,7 +146,7 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
     """What a change to occurrence `index` does at each join above it, innermost first."""
     if isinstance(node, Leaf):
         return []
-    child = next(c for c in _children(node) if index in leaves(c))
+    child = next(c for c in children(node) if index in leaves(c))
     steps = climb_steps(plan, child, index)
     if isinstance(node, InnerGroup):
         preds = " AND ".join(p.sql(dialect=DIALECT) for p in node.predicates) or "TRUE"

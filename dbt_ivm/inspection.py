@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt_ivm import layout, render
-from dbt_ivm.analyze import analyze, source_tables
+from dbt_ivm.analyze import analyze, parse, source_tables
 from dbt_ivm.catalog import (
     CatalogEntry,
     Database,
@@ -146,10 +146,11 @@ class Inspection:
 
 def inspect(db: Database, model: Model) -> Inspection:
     """Validate the sources and the model, pin every source's version, read the stored state."""
-    infos = [describe_source(db, t) for t in source_tables(model.sql)]
+    tree = parse(model.sql)  # once: the sources and the plan are read from the same tree
+    infos = [describe_source(db, t) for t in source_tables(tree)]
     for info in infos:
         check_source(info)
-    plan = analyze(model.sql, {i.table.key: i.columns for i in infos}, model.functions)
+    plan = analyze(tree, {i.table.key: i.columns for i in infos}, model.functions)
     rules = rules_for(plan)
     types = output_types(db, plan)
     render.ensure_groupable(types)

@@ -81,7 +81,7 @@ class _Columns:
 
 
 def _group(rel: exp.Expr) -> tuple[exp.Expr, list[exp.Join]] | None:
-    """A parenthesized join `(a JOIN b …)`: its first operand and its joins (see `analyze._group`)."""
+    """A parenthesized join `(a JOIN b …)`: its first operand and its joins (see `analyze.join_tree.parenthesized`)."""
     if isinstance(rel, exp.Subquery) and not rel.alias and isinstance(rel.this, (exp.Table, exp.Subquery)):
         joins = rel.this.args.get("joins")
         if joins:

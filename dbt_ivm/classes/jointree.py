@@ -1,6 +1,7 @@
-"""The join tree at refresh time: whether it has an outer join (`has_outer_join`), the
-occurrences under a node (`leaves`), the joins above one (`joins_above`), and the join keys each join gives a term's
-narrowing over outer joins (`outer_join_keys`).
+"""The join tree at refresh time: whether it has an outer join (`has_outer_join`), the joins
+above an occurrence (`joins_above`), and the join keys each join gives a term's narrowing over
+outer joins (`outer_join_keys`). The occurrences under a node (`leaves`) and a join's children
+come from `analyze.join_tree` (one copy).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
+from dbt_ivm.analyze.join_tree import children, leaves
 from dbt_ivm.classes.keys import key_equalities
 from dbt_ivm.ir import InnerGroup, JoinKind, JoinNode, Leaf, OuterJoin, Source, ViewPlan
 
@@ -21,23 +23,11 @@ def has_outer_join(node: JoinNode) -> bool:
     return True
 
 
-def subtrees(node: InnerGroup | OuterJoin) -> tuple[JoinNode, ...]:
-    """A join's children: an inner group's members, an outer join's preserved and null-supplied sides."""
-    return node.children if isinstance(node, InnerGroup) else (node.preserved, node.null_supplied)
-
-
-def leaves(node: JoinNode) -> tuple[int, ...]:
-    """The source occurrences under `node`, in occurrence order."""
-    if isinstance(node, Leaf):
-        return (node.source,)
-    return tuple(sorted(i for c in subtrees(node) for i in leaves(c)))
-
-
 def joins_above(node: JoinNode, index: int) -> Iterator[InnerGroup | OuterJoin]:
     """The joins above occurrence `index`, the root first."""
     if not isinstance(node, Leaf):
         yield node
-        yield from joins_above(next(c for c in subtrees(node) if index in leaves(c)), index)
+        yield from joins_above(next(c for c in children(node) if index in leaves(c)), index)
 
 
 def outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
@@ -48,13 +38,13 @@ def outer_parent(node: JoinNode, index: int) -> OuterJoin | None:
         for child in (node.preserved, node.null_supplied):
             if child == Leaf(index) and (child is node.null_supplied or node.kind is JoinKind.FULL):
                 return node
-    return next((found for c in subtrees(node) if (found := outer_parent(c, index)) is not None), None)
+    return next((found for c in children(node) if (found := outer_parent(c, index)) is not None), None)
 
 
 def node_keys(plan: ViewPlan, node: InnerGroup | OuterJoin, index: int) -> list[tuple[str, Source, str, str]]:
     """(a column of occurrence `index`, an occurrence on another side of `node`, its column, their
     type) of each key equality (`keys.key_equalities`) of `node`'s condition between the two."""
-    mine = leaves(next(c for c in subtrees(node) if index in leaves(c)))
+    mine = leaves(next(c for c in children(node) if index in leaves(c)))
     conditions = node.predicates if isinstance(node, InnerGroup) else (node.on,)
     out = []
     for condition in conditions:

@@ -38,10 +38,11 @@ from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
+from dbt_ivm.analyze.join_tree import children, leaves
 from dbt_ivm.classes.flips import decide_flips as decide_flips  # aggregate imports it from here
 from dbt_ivm.classes.flips import flip_keys
 from dbt_ivm.classes.jointree import has_outer_join as has_outer_join  # aggregate imports it from here
-from dbt_ivm.classes.jointree import leaves, node_keys, own_ranges, subtrees
+from dbt_ivm.classes.jointree import node_keys, own_ranges
 from dbt_ivm.classes.keys import key_equalities
 from dbt_ivm.classes.relations import TermInput, snapshot_relation, union_all
 from dbt_ivm.classes.rules import Stage
@@ -89,7 +90,7 @@ def climb_steps(plan: ViewPlan, node: JoinNode, index: int) -> list[str]:
     """What a change to occurrence `index` does at each join above it, innermost first."""
     if isinstance(node, Leaf):
         return []
-    child = next(c for c in subtrees(node) if index in leaves(c))
+    child = next(c for c in children(node) if index in leaves(c))
     steps = climb_steps(plan, child, index)
     if isinstance(node, InnerGroup):
         preds = " AND ".join(p.sql(dialect=DIALECT) for p in node.predicates) or "TRUE"

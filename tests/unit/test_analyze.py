@@ -265,6 +265,17 @@ def test_plan_is_frozen_and_query_is_not_shared_with_the_input():
     assert analyze(sql, SHOP).where is not None and "WHERE" in analyze(sql, SHOP).normalized_sql
 
 
+def test_a_parsed_tree_analyzes_as_its_sql_and_is_left_as_it_was():
+    """A caller that parsed the model (for its source tables) hands `analyze` the tree: one parse."""
+    sql = "select o.id, c.name from eq_shop.orders o left join eq_shop.customers c on o.customer_id = c.id"
+    tree = parse(sql)
+    before = tree.sql("spark")
+    assert source_tables(tree) == source_tables(sql)
+    plan, again = analyze(tree, SHOP), analyze(sql, SHOP)
+    assert plan.normalized_sql == again.normalized_sql and plan.sources == again.sources
+    assert tree.sql("spark") == before
+
+
 def test_comments_and_a_trailing_semicolon_are_fine():
     """dbt's compiled models often start with comments; some end with a semicolon."""
     plan = analyze("-- large orders\nselect id /* the key */ from eq_shop.orders -- done\n;", SHOP)

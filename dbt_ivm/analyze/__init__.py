@@ -1,0 +1,93 @@
+"""analyze(model, schema) -> ViewPlan: validate, normalize and classify a model's SELECT.
+
+Runs once per build, before any SQL touches the database. Every construct the refresh
+algorithms cannot maintain exactly is refused here with a message that names it; nothing
+unsupported passes silently. The steps, in order, each a module of pure functions (named apart
+from the functions this package exports, `parse` and `normalize`, which would shadow them):
+
+- `parsing`: one SELECT, and the source tables it names;
+- `refusals`: the constructs no refresh maintains, on the tree as written;
+- `normalization`: qualified, expanded, CTEs and subqueries merged, outputs named as Spark does;
+- `join_tree`: outer joins a predicate makes inner rewritten, then the FROM clause as a tree
+  (with `nulls`, the NULL analysis both rely on, and `functions`, what the analysis knows of
+  Spark's functions);
+- `shape`: outputs, grouping and aggregates, the view's class and hidden columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlglot import exp
+
+from dbt_ivm import verbatim
+from dbt_ivm.analyze import shape
+from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
+from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
+from dbt_ivm.analyze.normalization import normalize
+from dbt_ivm.analyze.parsing import DIALECT, Schema, parse, schema_key, source_references, source_tables
+from dbt_ivm.analyze.refusals import check_constructs, check_groups, check_merged
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.ir import ViewPlan
+
+__all__ = [
+    "ALGEBRAIC_AGGREGATES",
+    "DIALECT",
+    "Schema",
+    "aggregate_calls",
+    "analyze",
+    "check_constructs",
+    "normalize",
+    "parse",
+    "source_references",
+    "source_tables",
+]
+
+
+def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()) -> ViewPlan:
+    """Validate, normalize and classify `model` (Spark dialect, sources fully named): its SQL, or
+    the tree `parse` made of it (not modified), so that a caller that parsed it need not again.
+
+    `schema` maps each source table ("db.table" or "table") to {column: Spark type};
+    `functions` are the functions the model declares deterministic (`deterministic_functions`).
+    Raises UnsupportedView with the construct and what to do instead.
+    """
+    declared = tuple(sorted({f.strip().lower() for f in functions if f.strip()}))
+    raw = parse(model) if isinstance(model, str) else model
+    check_constructs(raw, frozenset(declared))
+    known = {schema_key(k) for k in schema}
+    missing = [t for t in source_tables(raw) if t.key not in known]
+    if missing:
+        raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
+    check_groups(raw)
+    tree = normalize(raw, schema)
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
+    check_merged(tree)
+    return _plan(simplify_outer_joins(tree), schema, declared)
+
+
+def _plan(select: exp.Select, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
+    """The plan of a normalized SELECT whose outer joins are as inner as its predicates allow."""
+    sources, tree = join_tree(select, schema)
+    where = select.args.get("where")
+    outputs = shape.output_columns(select)
+    group_by, aggregates, having, distinct = shape.aggregation(select, outputs)
+    aggregates = shape.exact_averages(select, aggregates, schema)
+    aggregated = bool(group_by or aggregates or distinct or having is not None)
+    view_class = shape.classify(sources, aggregated)
+    verbatim.check_round_trip(select)
+    return ViewPlan(
+        view_class=view_class,
+        query=select,
+        sources=sources,
+        tree=tree,
+        where=where.this if where is not None else None,
+        outputs=outputs,
+        group_by=group_by,
+        aggregates=aggregates,
+        having=having,
+        distinct=distinct,
+        hidden=shape.hidden_columns(view_class, sources, group_by, aggregates),
+        functions=declared,
+    )

@@ -190,23 +190,11 @@ class Aggregate:
 
     @property
     def state(self) -> tuple[HiddenColumn, ...]:
+        """The hidden columns the view stores for this aggregate (its rule's, see `classes.aggregates`)."""
+        from dbt_ivm.classes.aggregates import rule
         from dbt_ivm.verbatim import DIALECT
 
-        text = self.call.sql(dialect=DIALECT)
-        f = AggregateFunction
-        nn = HiddenColumn(self.non_null, Role.NON_NULL_COUNT, text)
-        extreme: tuple[HiddenColumn, ...] = (HiddenColumn(self.value, Role.EXTREME, text),)
-        if self.counted:
-            extreme += (HiddenColumn(self.holders, Role.EXTREME_COUNT, text),)
-        return {
-            f.COUNT_STAR: (),
-            f.COUNT: (nn,),
-            f.SUM: (nn, HiddenColumn(self.value, Role.SUM, text)),
-            f.AVG: (nn, HiddenColumn(self.value, Role.SUM, text)),
-            f.MIN: extreme,
-            f.MAX: extreme,
-            f.RECOMPUTED: (HiddenColumn(self.value, Role.VALUE, text),),
-        }[self.function]
+        return rule(self).state(self, self.call.sql(dialect=DIALECT))
 
 
 def group_column(index: int) -> str:
@@ -240,8 +228,9 @@ class ViewPlan:
     def loses_extremes(self) -> bool:
         """A MIN or MAX that does not count the rows at its extreme: a deleted row that held its
         group's extreme has the group recomputed (a counted one only when no such row is left)."""
-        extremes = (AggregateFunction.MIN, AggregateFunction.MAX)
-        return any(a.function in extremes and not a.counted for a in self.aggregates)
+        from dbt_ivm.classes.aggregates import rule
+
+        return any(rule(a).removes_extreme and not a.counted for a in self.aggregates)
 
     @property
     def hidden_names(self) -> str:

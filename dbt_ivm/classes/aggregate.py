@@ -13,7 +13,7 @@ refresh, seed 001). The groups no delta can maintain are recomputed whole from t
 the pinned versions, in the same commit (`lost_groups`): those that lose every row holding their
 MIN or MAX (not every group a delete touched, as Oracle does: a MIN or MAX also stores how many
 rows hold it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
-`_by_values`), those whose DOUBLE sum lost a NaN or an infinity, and every touched group when the
+`grouped_by_values`), those whose DOUBLE sum lost a NaN or an infinity, and every touched group when the
 view has an aggregate without a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX
 count nothing then) or a DECIMAL sum Spark would round when adding. Without those, sources that
 only appended recompute nothing and read no stored group outside the MERGE.
@@ -22,12 +22,13 @@ only appended recompute nothing and read no stored group outside the MERGE.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from dbt_ivm.classes import Describe, Refresh, Stage, Write, stager
+from dbt_ivm.classes.aggregate_view import average_types, check_exact, view_select
 from dbt_ivm.classes.aggregates import (
     Signs,
     SumChecks,
@@ -43,28 +44,35 @@ from dbt_ivm.classes.aggregates import (
     zero_if_null,
 )
 from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.classes.groups import (
+    argument_name,
+    at_extreme,
+    count_columns,
+    counted_arguments,
+    grouped,
+    grouped_by_values,
+    grouping,
+    key_names,
+    match_keys,
+    of_groups,
+    slot,
+    ungrouped,
+)
 from dbt_ivm.classes.joins import narrowing
 from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
-from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
     HIDDEN_PREFIX,
-    INTEGRAL_TYPES,
     Aggregate,
     TableName,
     ViewPlan,
-    group_column,
 )
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
 from dbt_ivm.verbatim import DIALECT
 
 DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)", re.IGNORECASE)
 RECOMPUTED_FLAG = f"{HIDDEN_PREFIX}r"
-
-
-def _argument(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}x_{agg.index}"
 
 
 def _recomputed(name: str) -> str:
@@ -74,74 +82,6 @@ def _recomputed(name: str) -> str:
 
 def _state_columns(plan: ViewPlan) -> list[str]:
     return [COUNT_COLUMN, *(h.name for a in plan.aggregates for h in a.state)]
-
-
-def _counted_arguments(plan: ViewPlan) -> list[exp.Expr]:
-    """The distinct arguments of the MIN and MAX that count the rows at their extreme."""
-    seen: dict[str, exp.Expr] = {}
-    for a in plan.aggregates:
-        if a.counted and a.argument is not None:
-            seen.setdefault(a.argument.sql(dialect=DIALECT), a.argument)
-    return list(seen.values())
-
-
-def _slot(plan: ViewPlan, agg: Aggregate) -> int:
-    """The position of `agg`'s argument among `_counted_arguments`."""
-    assert agg.argument is not None
-    texts = [a.sql(dialect=DIALECT) for a in _counted_arguments(plan)]
-    return texts.index(agg.argument.sql(dialect=DIALECT))
-
-
-def _value(j: int) -> str:
-    return f"{HIDDEN_PREFIX}v_{j}"
-
-
-def _in_set(j: int) -> exp.Expr:
-    """A row of the pass by values (`_by_values`) grouped by counted argument `j`."""
-    return exp.EQ(this=col(f"{HIDDEN_PREFIX}s_{j}"), expression=lit(0))
-
-
-def _by_values(query: exp.Select, keys: Sequence[exp.Expr], values: Sequence[exp.Expr]) -> exp.Select:
-    """`query` (aggregates grouped by `keys`) grouped in the same pass also by `keys` and each of
-    `values`: GROUPING SETS ((keys), (keys, value 0), …). A row grouped by value `j` has
-    `__ivm_s_<j>` = 0 and the value as `__ivm_v_<j>`; the rows of the first set have every
-    `__ivm_s_<j>` = 1 and are the groups' aggregates as `query` gives them."""
-    query = query.select(
-        *[v.copy().as_(ident(_value(j))) for j, v in enumerate(values)],
-        *[func("grouping", v.copy()).as_(ident(f"{HIDDEN_PREFIX}s_{j}")) for j, v in enumerate(values)],
-        copy=False,
-    )
-    sets = [exp.Tuple(expressions=[k.copy() for k in keys])]
-    sets += [exp.Tuple(expressions=[*(k.copy() for k in keys), v.copy()]) for v in values]
-    query.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
-    return query
-
-
-def _of_groups(plan: ViewPlan, by_values: exp.Select, carried: list[str], counts: set[str]) -> exp.Select:
-    """The groups' rows of a pass by values (`_by_values`): the columns `carried` from the rows of
-    the groups' own set (`counts` 0 where there is none: the one global row over no rows)."""
-    own = exp.and_(*[exp.not_(_in_set(j)) for j in range(len(_counted_arguments(plan)))])
-    columns: list[exp.Expr] = []
-    for name in carried:
-        value: exp.Expr = exp.Max(this=if_(own.copy(), col(name), exp.Null()))
-        columns.append((zero_if_null(value) if name in counts else value).as_(ident(name)))
-    keys = [col(k) for k in _keys(plan)]
-    select = exp.select(*keys, *columns).from_(by_values.subquery(ident(f"{HIDDEN_PREFIX}l")))
-    return select.group_by(*[k.copy() for k in keys]) if keys else select
-
-
-def _counts(plan: ViewPlan) -> set[str]:
-    """The state columns that are counts: 0, not NULL, for a group with no row (see `_of_groups`)."""
-    return {COUNT_COLUMN, *(a.non_null for a in plan.aggregates if rule(a).counts_non_null)}
-
-
-def _at_extreme(agg: Aggregate, j: int, measure: exp.Expr, where: exp.Expr | None = None) -> tuple[exp.Expr, exp.Expr]:
-    """Over the rows grouped by counted argument `j`: the extreme of its values (where `where`),
-    and `measure` of the row that holds it."""
-    ordering = if_(exp.and_(_in_set(j), where) if where is not None else _in_set(j), col(_value(j)), exp.Null())
-    e = extreme(agg)
-    assert e is not None
-    return e.pick(this=ordering), e.pick_by(this=measure, expression=ordering.copy())
 
 
 @dataclass(frozen=True)
@@ -154,36 +94,6 @@ class Recompute:
     checked_sums: frozenset[int] = frozenset()
     # and those kept as DECIMAL: also where the stored sum overflowed (NULL over non-NULL values)
     decimal_sums: frozenset[int] = frozenset()
-
-
-def _keys(plan: ViewPlan) -> list[str]:
-    return [group_column(i) for i in range(len(plan.group_by))]
-
-
-def _ungrouped(plan: ViewPlan) -> exp.Select:
-    """The model's FROM, joins and WHERE, without its projections, grouping, HAVING or DISTINCT."""
-    query = plan.query.copy()
-    for arg in ("group", "having", "distinct"):
-        query.set(arg, None)
-    query.set("expressions", [])
-    return query
-
-
-def _grouping(key: exp.Expr) -> exp.Expr:
-    """A GROUP BY expression as written in a statement: an integer literal would be read as an
-    ordinal, so a numeric constant is cast (it groups the same, and is never shown: see `_from_state`)."""
-    if isinstance(key, exp.Literal) and not key.is_string:
-        return exp.Cast(this=key.copy(), to=exp.DataType.build("decimal(38,0)" if "." not in key.name else "double"))
-    return key.copy()
-
-
-def _grouped(plan: ViewPlan, projections: list[exp.Expr]) -> exp.Select:
-    query = _ungrouped(plan)
-    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
-    query = query.select(*keys, *projections, copy=False)
-    if plan.group_by:
-        query.set("group", exp.Group(expressions=[_grouping(g) for g in plan.group_by]))
-    return query
 
 
 def _state(agg: Aggregate) -> list[exp.Expr]:
@@ -205,24 +115,24 @@ def _state_select(
 ) -> exp.Select:
     """One row per group of the model's rows (those `where` keeps): keys, count and each
     aggregate's state, each column named `name(column)`, first the recompute flag if `flag`.
-    A counted MIN or MAX also counts the rows at its extreme, in the same pass (`_by_values`)."""
+    A counted MIN or MAX also counts the rows at its extreme, in the same pass (`grouped_by_values`)."""
     state = _whole_state(plan)
     for e in state:
         e.set("alias", ident(name(e.alias)))
     flags = [exp.true().as_(ident(RECOMPUTED_FLAG))] if flag else []
-    query = _grouped(plan, [*flags, *state])
+    query = grouped(plan, [*flags, *state])
     if where is not None:
         query = query.where(where, copy=False)
-    values = _counted_arguments(plan)
+    values = counted_arguments(plan)
     if not values:
         return query
-    counts = {name(c) for c in _counts(plan)}
-    by_values = _by_values(query, [_grouping(g) for g in plan.group_by], values)
-    select = _of_groups(plan, by_values, [str(e.alias) for e in state], counts)
+    counts = {name(c) for c in count_columns(plan)}
+    by_values = grouped_by_values(query, [grouping(g) for g in plan.group_by], values)
+    select = of_groups(plan, by_values, [str(e.alias) for e in state], counts)
     if flag:  # a constant: the one global row over no rows is recomputed too
         select = select.select(exp.true().as_(ident(RECOMPUTED_FLAG)), copy=False)
     for agg in (a for a in plan.aggregates if a.counted):
-        _, holders = _at_extreme(agg, _slot(plan, agg), col(name(COUNT_COLUMN)))
+        _, holders = at_extreme(agg, slot(plan, agg), col(name(COUNT_COLUMN)))
         select = select.select(holders.as_(ident(name(agg.holders))), copy=False)
     return select
 
@@ -234,9 +144,11 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
 
 def _rows(plan: ViewPlan) -> exp.Select:
     """The view's rows before grouping: group keys and the arguments of the aggregates with a rule."""
-    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
-    args = [summed(a, a.argument.copy()).as_(ident(_argument(a))) for a in plan.aggregates if a.argument is not None]
-    return _ungrouped(plan).select(*keys, *args, copy=False)
+    keys = [grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, key_names(plan), strict=True)]
+    args = [
+        summed(a, a.argument.copy()).as_(ident(argument_name(a))) for a in plan.aggregates if a.argument is not None
+    ]
+    return ungrouped(plan).select(*keys, *args, copy=False)
 
 
 def delta_select(
@@ -275,13 +187,13 @@ def delta_select(
     for agg in plan.aggregates:
         if agg.argument is not None:
             checks = SumChecks(agg.index in float_sums, agg.index in checked_sums)
-            measures += rule(agg).delta(agg, col(_argument(agg)), signs, checks)
-    keys = [col(k) for k in _keys(plan)]
+            measures += rule(agg).delta(agg, col(argument_name(agg)), signs, checks)
+    keys = [col(k) for k in key_names(plan)]
     select = exp.select(*keys, *measures).from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}t")))
     select = select.group_by(*[k.copy() for k in keys]) if keys else select
     if not any(a.counted for a in plan.aggregates):
         return select
-    counts = _counts(plan) | {non_finite(a) for a in plan.aggregates if a.index in float_sums}
+    counts = count_columns(plan) | {non_finite(a) for a in plan.aggregates if a.index in float_sums}
     counts |= {overflow(a) for a in plan.aggregates if a.index in checked_sums}
     return _counted_deltas(plan, select, [str(m.alias) for m in measures], counts)
 
@@ -292,15 +204,15 @@ def _counted_deltas(plan: ViewPlan, select: exp.Select, carried: list[str], coun
     argument: a value whose copies the terms add and remove alike has changed nothing (a join's
     terms can), the others were added or removed."""
     extremes = [a for a in plan.aggregates if a.counted]
-    firsts = {_slot(plan, a): a for a in reversed(extremes)}
-    values = [col(_argument(firsts[j])) for j in range(len(firsts))]
-    keys = [col(k) for k in _keys(plan)]
-    select = _of_groups(plan, _by_values(select, keys, values), carried, counts)
+    firsts = {slot(plan, a): a for a in reversed(extremes)}
+    values = [col(argument_name(firsts[j])) for j in range(len(firsts))]
+    keys = [col(k) for k in key_names(plan)]
+    select = of_groups(plan, grouped_by_values(select, keys, values), carried, counts)
     net = col(COUNT_COLUMN)
     for agg in extremes:
-        j = _slot(plan, agg)
-        added_extreme, added_holders = _at_extreme(agg, j, net.copy(), exp.GT(this=net.copy(), expression=lit(0)))
-        removed_extreme, removed_count = _at_extreme(agg, j, net.copy(), exp.LT(this=net.copy(), expression=lit(0)))
+        j = slot(plan, agg)
+        added_extreme, added_holders = at_extreme(agg, j, net.copy(), exp.GT(this=net.copy(), expression=lit(0)))
+        removed_extreme, removed_count = at_extreme(agg, j, net.copy(), exp.LT(this=net.copy(), expression=lit(0)))
         select = select.select(
             added_extreme.as_(ident(agg.value)),
             added_holders.as_(ident(agg.holders)),
@@ -309,13 +221,6 @@ def _counted_deltas(plan: ViewPlan, select: exp.Select, carried: list[str], coun
             copy=False,
         )
     return select
-
-
-def _match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
-    """Group keys equal, NULL-safe (a NULL key is a group); TRUE for the one global row."""
-    if not plan.group_by:
-        return exp.true()
-    return exp.and_(*[exp.NullSafeEQ(this=col(k, left), expression=col(k, right)) for k in _keys(plan)])
 
 
 def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute) -> exp.Select:
@@ -329,7 +234,7 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
     values: `stored_overflow`). Groups whose removed values all lie inside the extreme keep it:
     only these groups of the view are read (a join on keys).
     """
-    keys = [col(k, "s") for k in _keys(plan)]
+    keys = [col(k, "s") for k in key_names(plan)]
     select = exp.select(*keys) if keys else exp.select(lit(1).as_("one"))
     select = select.from_(temp_table(delta).as_("s"))
     if rules.every_group:
@@ -346,7 +251,7 @@ def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute
             lost.append(stored_overflow(agg, "t"))
     stored_rows = backing.to_table()
     stored_rows.set("alias", exp.TableAlias(this=ident("t")))
-    joined = select.join(stored_rows, on=_match(plan, "s", "t"), join_type="left")
+    joined = select.join(stored_rows, on=match_keys(plan, "s", "t"), join_type="left")
     condition = exp.or_(*lost) if lost else exp.false()
     if plan.group_by:  # a group the change empties is deleted: nothing to recompute
         count = exp.Add(this=zero_if_null(col(COUNT_COLUMN, "t")), expression=col(COUNT_COLUMN, "s"))
@@ -362,8 +267,8 @@ def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -
         lookup = f"{HIDDEN_PREFIX}f"
         same = exp.and_(
             *[
-                exp.NullSafeEQ(this=col(k, lookup), expression=_grouping(g))
-                for k, g in zip(_keys(plan), plan.group_by, strict=True)
+                exp.NullSafeEQ(this=col(k, lookup), expression=grouping(g))
+                for k, g in zip(key_names(plan), plan.group_by, strict=True)
             ]
         )
         wanted = exp.Exists(this=exp.select(lit(1)).from_(temp_table(groups).as_(ident(lookup))).where(same))
@@ -379,7 +284,7 @@ def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str)
     select = (
         exp.select(exp.Column(this=exp.Star(), table=ident("d")), *extra, flag)
         .from_(temp_table(delta).as_("d"))
-        .join(temp_table(recomputed).as_("r"), on=_match(plan, "d", "r"), join_type="left")
+        .join(temp_table(recomputed).as_("r"), on=match_keys(plan, "d", "r"), join_type="left")
     )
     return select.subquery(ident(alias))
 
@@ -448,7 +353,7 @@ def merge_statement(
             then=exp.Update(expressions=[exp.EQ(this=col(c), expression=v) for c, v in sets.items()]),
         )
     )
-    keys = {k: col(k, s) for k in _keys(plan)}
+    keys = {k: col(k, s) for k in key_names(plan)}
     whens.append(
         exp.When(
             matched=False,
@@ -465,7 +370,7 @@ def merge_statement(
     return exp.Merge(
         this=target,
         using=merge_source(plan, delta, recomputed, s),
-        on=_match(plan, t, s),
+        on=match_keys(plan, t, s),
         whens=exp.Whens(expressions=whens),
     )
 
@@ -500,7 +405,7 @@ def delta_stats(
 
 def state_types(plan: ViewPlan) -> exp.Select:
     """A query whose described types are the stored state's (see `recompute_rules`)."""
-    return _grouped(plan, _whole_state(plan))
+    return grouped(plan, _whole_state(plan))
 
 
 def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:
@@ -516,79 +421,6 @@ def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:
     checked = decimals | {a.index for a in sums if types.get(a.value, "").lower() == "bigint"}
     rule_less = any(rule(a).per_group for a in plan.aggregates)
     return Recompute(rule_less or bool(lossy), floats, checked, decimals)
-
-
-# --- the user's rows -------------------------------------------------------------------------
-
-
-def _from_state(expr: exp.Expr, plan: ViewPlan, avg_types: Mapping[int, str]) -> exp.Expr:
-    """`expr` (an output or HAVING) over the stored state: group keys and aggregate calls replaced."""
-    keys = {
-        g.sql(dialect=DIALECT): k
-        for g, k in zip(plan.group_by, _keys(plan), strict=True)
-        if not isinstance(g, exp.Literal)  # a constant stays itself (`round(x, 2)` keeps its 2)
-    }
-    calls = {a.call.sql(dialect=DIALECT): a for a in plan.aggregates}
-
-    def replace(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.DataType):
-            return node.copy()
-        text = node.sql(dialect=DIALECT)
-        if text in keys:
-            return col(keys[text])
-        if text in calls:
-            return rule(calls[text]).final(calls[text], avg_types)
-        node = node.copy()
-        for name, child in list(node.args.items()):
-            if isinstance(child, exp.Expr):
-                node.set(name, replace(child))
-            elif isinstance(child, list):
-                node.set(name, [replace(c) if isinstance(c, exp.Expr) else c for c in child])
-        return node
-
-    return replace(expr)
-
-
-def _argument_type(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}type_{agg.index}"
-
-
-def average_types(plan: ViewPlan) -> exp.Select | None:
-    """A query whose described types are Spark's AVG result types of the view's AVG arguments
-    (`__ivm_x_<k>`) and the arguments' own types (`__ivm_type_<k>`)."""
-    avgs = [a for a in plan.aggregates if rule(a).averages]
-    if not avgs:
-        return None
-    assert all(a.argument is not None for a in avgs)
-    return _ungrouped(plan).select(
-        *[exp.Avg(this=a.argument.copy()).as_(ident(_argument(a))) for a in avgs if a.argument is not None],
-        *[exp.Min(this=a.argument.copy()).as_(ident(_argument_type(a))) for a in avgs if a.argument is not None],
-        copy=False,
-    )
-
-
-def check_exact(plan: ViewPlan, described: Mapping[str, str]) -> None:
-    """An AVG sums exactly (`Aggregate.exact`, from sqlglot's type inference) exactly when Spark
-    types its argument as an integer; where they disagree, the model is refused."""
-    for agg in (a for a in plan.aggregates if rule(a).averages):
-        integral = described[_argument_type(agg)].lower() in INTEGRAL_TYPES
-        if integral != agg.exact:
-            raise UnsupportedView(
-                f"{agg.call.sql(dialect=DIALECT)}: the type of its argument could not be inferred "
-                f"(Spark: {described[_argument_type(agg)]})",
-                "cast the argument to its type in the model, e.g. AVG(CAST(... AS BIGINT))",
-            )
-
-
-def view_select(plan: ViewPlan, backing: TableName, avg_types: Mapping[int, str]) -> exp.Select:
-    """The model's columns from the stored state (each state column has the type of the aggregate
-    it holds, and AVG divides as Spark does, so every column has the model's type); HAVING
-    filters here, so a group that fails it keeps its state for the next refresh."""
-    outputs = [_from_state(o.expression, plan, avg_types).as_(ident(o.name)) for o in plan.outputs]
-    select = exp.select(*outputs).from_(backing.to_table())
-    if plan.having is not None:
-        select = select.where(_from_state(plan.having, plan, avg_types))
-    return select
 
 
 class AggregateRules:
@@ -607,7 +439,7 @@ class AggregateRules:
         probe = average_types(plan)
         described = describe(probe) if probe is not None else {}
         check_exact(plan, described)
-        avg_types = {a.index: described[_argument(a)] for a in plan.aggregates if rule(a).averages}
+        avg_types = {a.index: described[argument_name(a)] for a in plan.aggregates if rule(a).averages}
         return view_select(plan, backing, avg_types)
 
     def apply(self, refresh: Refresh) -> Write:

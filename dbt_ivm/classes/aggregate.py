@@ -1,22 +1,29 @@
-"""Aggregate views: GROUP BY (or none: one global row), SELECT DISTINCT, over one source or inner joins.
+"""Aggregate views: GROUP BY (or none: one global row), SELECT DISTINCT, over one source or joins.
+
+The rows grouped are the model's FROM, joins and WHERE, over one source, inner joins, or LEFT,
+RIGHT and FULL outer joins at any nesting: the change terms are those of the join tree
+(`changes.delta_terms`; over outer joins `outer_terms`, whose compensation adds and removes the
+padded rows, with the unique-key flip where `decide_flips` allows it), one row per copy with its
+sign, so a padded row counts in its group like any other and its NULL arguments count nothing.
 
 Stored row: one per group, its GROUP BY values (`__ivm_g_<i>`), its row count (`__ivm_count`) and
-each aggregate's state (`Aggregate.state`): COUNT keeps the non-NULL count, SUM and AVG that
-count and the sum, MIN and MAX the extreme, every other aggregate its value. `ref()` computes
-the model's columns from the state (AVG = sum / count, as Spark divides) and applies HAVING,
-so groups that fail it keep their state.
+each aggregate's state, as its rule keeps it (`classes.aggregates`: COUNT the non-NULL count, SUM
+and AVG that count and the sum, MIN and MAX the extreme, every other aggregate its value).
+`ref()` computes the model's columns from the state (`aggregate_view`: AVG = sum / count, as Spark
+divides) and applies HAVING, so groups that fail it keep their state.
 
 A refresh sums the change terms per group (`delta_select`: signed counts, sums added and
 removed, the smallest and largest value each side added and removed), then in one MERGE adds
 the deltas, deletes the groups whose count reaches 0 and inserts new ones (Oracle's aggregate
-refresh, seed 001). The groups no delta can maintain are recomputed whole from the sources at
-the pinned versions, in the same commit (`lost_groups`): those that lose every row holding their
-MIN or MAX (not every group a delete touched, as Oracle does: a MIN or MAX also stores how many
-rows hold it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
-`grouped_by_values`), those whose DOUBLE sum lost a NaN or an infinity, and every touched group when the
-view has an aggregate without a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX
-count nothing then) or a DECIMAL sum Spark would round when adding. Without those, sources that
-only appended recompute nothing and read no stored group outside the MERGE.
+refresh). The groups no delta can maintain are recomputed whole from the sources at the pinned
+versions, in the same commit (`lost_groups`): those that lose every row holding their MIN or MAX
+(not every group a delete touched, as Oracle does: a MIN or MAX also stores how many rows hold
+it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
+`groups.grouped_by_values`), those whose DOUBLE sum lost a NaN or an infinity, those whose
+BIGINT or DECIMAL sum overflowed, and every touched group when the view has an aggregate without
+a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX count nothing then) or a DECIMAL
+sum Spark would round when adding. Without those, sources that only appended recompute nothing
+and read no stored group outside the MERGE.
 """
 
 from __future__ import annotations

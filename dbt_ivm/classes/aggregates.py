@@ -108,15 +108,11 @@ class Signs:
 
 @dataclass(frozen=True)
 class SumChecks:
-    """How a refresh guards a sum (see `aggregate.Recompute`): over floating point, or kept as
-    BIGINT or DECIMAL (`checked`), and then as DECIMAL (`decimal`)."""
+    """How a refresh guards a sum's delta (see `aggregate.Recompute`): over floating point it
+    counts the NaN and infinities removed; kept as BIGINT or DECIMAL (`checked`) it flags an overflow."""
 
     floating: bool = False
     checked: bool = False
-    decimal: bool = False
-
-
-NO_CHECKS = SumChecks()
 
 
 class Rule:
@@ -245,12 +241,8 @@ class Extreme(Rule):
     combine: str  # "least" or "greatest"
     inside: type[exp.GT] | type[exp.LT]  # a removed value strictly inside the extreme
     beyond: type[exp.LTE] | type[exp.GTE]  # a removed value at or beyond the extreme
+    explain: str
     removes_extreme = True
-
-    @property
-    def explain(self) -> str:  # type: ignore[override]
-        verb = "smallest" if self.combine == "least" else "largest"
-        return f"{self.combine}(stored, {verb} added); recomputed for the groups whose {self.word} was removed"
 
     def state(self, agg: Aggregate, text: str) -> tuple[HiddenColumn, ...]:
         extreme = (HiddenColumn(agg.value, Role.EXTREME, text),)
@@ -338,8 +330,24 @@ class Recomputed(Rule):
 
 
 F = AggregateFunction
-MIN = Extreme("minimum", exp.Min, exp.ArgMin, "least", exp.GT, exp.LTE)
-MAX = Extreme("maximum", exp.Max, exp.ArgMax, "greatest", exp.LT, exp.GTE)
+MIN = Extreme(
+    "minimum",
+    exp.Min,
+    exp.ArgMin,
+    "least",
+    exp.GT,
+    exp.LTE,
+    "least(stored, smallest added); recomputed for the groups whose minimum was removed",
+)
+MAX = Extreme(
+    "maximum",
+    exp.Max,
+    exp.ArgMax,
+    "greatest",
+    exp.LT,
+    exp.GTE,
+    "greatest(stored, largest added); recomputed for the groups whose maximum was removed",
+)
 RULES: dict[AggregateFunction, Rule] = {
     F.COUNT_STAR: Rule(),
     F.COUNT: Count(),

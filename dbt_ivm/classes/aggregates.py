@@ -116,7 +116,7 @@ class SumChecks:
 
 
 class Rule:
-    """An aggregate function's rule; the base keeps nothing beyond the group's count (COUNT(*))."""
+    """An aggregate function's rule. The base keeps no state of its own, and reads the group's count."""
 
     explain = "count += delta"
     counts_non_null = False  # stores `__ivm_nn_<k>`, 0 (not NULL) for a group without rows
@@ -143,6 +143,10 @@ class Rule:
     def final(self, agg: Aggregate, avg_types: Mapping[int, str]) -> exp.Expr:
         """The model's value of `agg` from the stored state (`avg_types`: see `averages`)."""
         return col(COUNT_COLUMN)
+
+
+class CountStar(Rule):
+    """COUNT(*): the group's row count (`__ivm_count`), which every aggregate view stores."""
 
 
 class Count(Rule):
@@ -349,7 +353,7 @@ MAX = Extreme(
     "greatest(stored, largest added); recomputed for the groups whose maximum was removed",
 )
 RULES: dict[AggregateFunction, Rule] = {
-    F.COUNT_STAR: Rule(),
+    F.COUNT_STAR: CountStar(),
     F.COUNT: Count(),
     F.SUM: Sum(),
     F.AVG: Avg(),

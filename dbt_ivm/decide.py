@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from dbt_ivm.aggregates import loses_extremes
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import Appender
 from dbt_ivm.errors import StateError
@@ -189,5 +190,5 @@ def auto_inputs(i: Inspection) -> Inputs:
         joins=len(plan.sources) > 1,
         compensates=plan.pads,
         removes=not appended,
-        removes_extremes=plan.loses_extremes and not appended,
+        removes_extremes=loses_extremes(plan) and not appended,
     )

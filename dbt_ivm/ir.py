@@ -188,26 +188,6 @@ class Aggregate:
         """A counted MIN or MAX: how many of the group's rows hold the extreme."""
         return f"{HIDDEN_PREFIX}m_{self.index}"
 
-    @property
-    def state(self) -> tuple[HiddenColumn, ...]:
-        from dbt_ivm.verbatim import DIALECT
-
-        text = self.call.sql(dialect=DIALECT)
-        f = AggregateFunction
-        nn = HiddenColumn(self.non_null, Role.NON_NULL_COUNT, text)
-        extreme: tuple[HiddenColumn, ...] = (HiddenColumn(self.value, Role.EXTREME, text),)
-        if self.counted:
-            extreme += (HiddenColumn(self.holders, Role.EXTREME_COUNT, text),)
-        return {
-            f.COUNT_STAR: (),
-            f.COUNT: (nn,),
-            f.SUM: (nn, HiddenColumn(self.value, Role.SUM, text)),
-            f.AVG: (nn, HiddenColumn(self.value, Role.SUM, text)),
-            f.MIN: extreme,
-            f.MAX: extreme,
-            f.RECOMPUTED: (HiddenColumn(self.value, Role.VALUE, text),),
-        }[self.function]
-
 
 def group_column(index: int) -> str:
     """Name of the hidden column that stores GROUP BY expression `index`'s value."""
@@ -235,13 +215,6 @@ class ViewPlan:
     def is_global(self) -> bool:
         """An aggregate without GROUP BY: exactly one row, also over no rows."""
         return self.view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN) and not self.group_by
-
-    @property
-    def loses_extremes(self) -> bool:
-        """A MIN or MAX that does not count the rows at its extreme: a deleted row that held its
-        group's extreme has the group recomputed (a counted one only when no such row is left)."""
-        extremes = (AggregateFunction.MIN, AggregateFunction.MAX)
-        return any(a.function in extremes and not a.counted for a in self.aggregates)
 
     @property
     def hidden_names(self) -> str:

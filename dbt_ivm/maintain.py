@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dbt_ivm import layout, render
+from dbt_ivm import consistency, layout, render
 from dbt_ivm.analyze import source_tables
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
@@ -474,4 +474,4 @@ def consistency_sql(db: Database, view: TableName) -> str:
     the source versions the view last consumed, differ."""
     stored = stored_view(db, view)
     columns, _ = parse_describe_extended(db.query(f"DESCRIBE TABLE {view.sql()}"))
-    return render.consistency_sql(view, render.pin_versions(stored.model_sql, stored.mark.sources), columns)
+    return consistency.consistency_sql(view, consistency.pin_versions(stored.model_sql, stored.mark.sources), columns)

@@ -53,7 +53,7 @@ class Costs:
                 + unless only appends the class inserts: compensate_fixed (the padded rows' checks)
               + if a moved source deleted or updated rows: removal (an aggregate's lost-groups count,
                 the MERGE's deletes)
-              + if a MIN or MAX can lose its extreme (`ViewPlan.loses_extremes`): recompute * (rows of every source)
+              + if a MIN or MAX can lose its extreme (`aggregates.loses_extremes`): recompute * (rows of every source)
               + if only appends the class inserts (`Inputs.appends_only`): probe * view rows (the probe
                 of the stored identities when it runs, the INSERT into a larger storage)
                 else: merge_fixed + view rows * (merge_filtered if the changed identities fit the

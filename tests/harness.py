@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from dbt_ivm import render
+from dbt_ivm import consistency
 from dbt_ivm.catalog import backing_table
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, Outcome, StoredView, consistency_sql, stored_view
@@ -351,8 +351,8 @@ class Harness:
         (the harness makes no change during a refresh, so that is also their current state). Both
         are read into Python and compared there: an oracle of its own, cheaper than the
         consistency test's query (`agree` checks that query against it)."""
-        model = self.spark.sql(render.pin_versions(stored.model_sql, stored.mark.sources))
-        floats = [i for i, f in enumerate(model.schema.fields) if f.dataType.typeName() in render.FLOAT_TYPES]
+        model = self.spark.sql(consistency.pin_versions(stored.model_sql, stored.mark.sources))
+        floats = [i for i, f in enumerate(model.schema.fields) if f.dataType.typeName() in consistency.FLOAT_TYPES]
         return multiset_diff(self.sql(f"SELECT * FROM {view.sql()}"), model.collect(), floats)
 
     def global_row(self, v: View) -> bool:
@@ -406,7 +406,7 @@ def multiset_diff(view: list[Any], model: list[Any], floats: list[int]) -> list[
     """Rows in one multiset and not the other, as the consistency test defines it (`render.
     consistency_sql`): NULLs equal, duplicates counted; rows equal on their other columns pair
     the n-th smallest floats with the n-th smallest, and a pair differs when a float differs by
-    more than `render.FLOAT_TOLERANCE` relative to the larger. NaN and the infinities equal
+    more than `consistency.FLOAT_TOLERANCE` relative to the larger. NaN and the infinities equal
     only themselves."""
     groups: dict[tuple, tuple[list[tuple], list[tuple]]] = {}
     for side, rows in enumerate((view, model)):
@@ -446,7 +446,7 @@ def close(a: float | None, b: float | None) -> bool:
         return a is b
     if not (math.isfinite(a) and math.isfinite(b)):
         return a == b or (math.isnan(a) and math.isnan(b))
-    return abs(a - b) <= render.FLOAT_TOLERANCE * max(abs(a), abs(b), render.FLOAT_FLOOR)
+    return abs(a - b) <= consistency.FLOAT_TOLERANCE * max(abs(a), abs(b), consistency.FLOAT_FLOOR)
 
 
 # -- the families under test ---------------------------------------------------------------

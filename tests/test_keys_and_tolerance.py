@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt_ivm import render
+from dbt_ivm import consistency
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql
 from tests.spark_sources import CDF
@@ -110,7 +110,7 @@ def test_the_consistency_test_sees_a_drift_below_one(spark, spark_db, db):
         "select 1 as k, 3e-10 as x union all select 2, 0.3d union all select 3, -0.0d "
         "union all select 4, 1e-300 * (1 + 1e-12) union all select 5, 5e-324"
     )
-    query = render.consistency_sql(TableName(DB, "t"), model, {"k": "int", "x": "double"})
+    query = consistency.consistency_sql(TableName(DB, "t"), model, {"k": "int", "x": "double"})
     assert [(r["k"], r["__ivm_diff"]) for r in spark.sql(query).collect()] == [
         (1, "differs beyond the float tolerance")
     ]

@@ -12,6 +12,7 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import render
+from dbt_ivm.aggregates import Extreme
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms
 from tests import harness as harness_module
 from tests.harness import (
@@ -196,9 +197,9 @@ def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
 
 def test_harness_catches_a_miscounted_extreme(spark, spark_db, monkeypatch):
     """The rows at a MIN or MAX counted one too many: a group keeps an extreme whose last row is gone."""
-    original = aggregate._new_holders
+    original = Extreme.new_holders
     monkeypatch.setattr(
-        aggregate, "_new_holders", lambda *args: exp.Add(this=original(*args), expression=exp.Literal.number(1))
+        Extreme, "new_holders", lambda *args: exp.Add(this=original(*args), expression=exp.Literal.number(1))
     )
     view = View("m", "SELECT v, max(x) AS hi, min(k) AS lo FROM {db}.t GROUP BY v", aggregated=True)
     assert _mismatches(spark, spark_db, Family("miscounted_max", (T,), (view,)), 12, seed=4) > 0

@@ -9,6 +9,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 
+from dbt_ivm.aggregates import state as aggregate_state
 from dbt_ivm.analyze.functions import aggregate_calls, aggregate_rule, is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
 from dbt_ivm.ir import (
@@ -173,6 +174,6 @@ def hidden_columns(
     if view_class in (ViewClass.AGGREGATE, ViewClass.AGGREGATE_JOIN):
         keys = [HiddenColumn(group_column(i), Role.GROUP_KEY, g.sql(dialect=DIALECT)) for i, g in enumerate(group_by)]
         count = HiddenColumn(COUNT_COLUMN, Role.GROUP_COUNT)
-        return (*keys, count, *(h for agg in aggregates for h in agg.state))
+        return (*keys, count, *(h for agg in aggregates for h in aggregate_state(agg)))
     rids = [HiddenColumn(s.rid, Role.ROW_IDENTITY, f"{s.alias} ({s.table})") for s in sources]
     return (*rids, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))

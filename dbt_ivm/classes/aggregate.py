@@ -1,81 +1,85 @@
-"""Aggregate views: GROUP BY (or none: one global row), SELECT DISTINCT, over one source or inner joins.
+"""Aggregate views: GROUP BY (or none: one global row), SELECT DISTINCT, over one source or joins.
+
+The rows grouped are the model's FROM, joins and WHERE, over one source, inner joins, or LEFT,
+RIGHT and FULL outer joins at any nesting: the change terms are those of the join tree
+(`changes.delta_terms`; over outer joins `outer_terms`, whose compensation adds and removes the
+padded rows, with the unique-key flip where `decide_flips` allows it), one row per copy with its
+sign, so a padded row counts in its group like any other and its NULL arguments count nothing.
 
 Stored row: one per group, its GROUP BY values (`__ivm_g_<i>`), its row count (`__ivm_count`) and
-each aggregate's state (`Aggregate.state`): COUNT keeps the non-NULL count, SUM and AVG that
-count and the sum, MIN and MAX the extreme, every other aggregate its value. `ref()` computes
-the model's columns from the state (AVG = sum / count, as Spark divides) and applies HAVING,
-so groups that fail it keep their state.
+each aggregate's state, as its rule keeps it (`aggregates`: COUNT the non-NULL count, SUM
+and AVG that count and the sum, MIN and MAX the extreme, every other aggregate its value).
+`ref()` computes the model's columns from the state (`aggregate_view`: AVG = sum / count, as Spark
+divides) and applies HAVING, so groups that fail it keep their state.
 
 A refresh sums the change terms per group (`delta_select`: signed counts, sums added and
 removed, the smallest and largest value each side added and removed), then in one MERGE adds
 the deltas, deletes the groups whose count reaches 0 and inserts new ones (Oracle's aggregate
-refresh, seed 001). The groups no delta can maintain are recomputed whole from the sources at
-the pinned versions, in the same commit (`lost_groups`): those that lose every row holding their
-MIN or MAX (not every group a delete touched, as Oracle does: a MIN or MAX also stores how many
-rows hold it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
-`_by_values`), those whose DOUBLE sum lost a NaN or an infinity, and every touched group when the
-view has an aggregate without a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX
-count nothing then) or a DECIMAL sum Spark would round when adding. Without those, sources that
-only appended recompute nothing and read no stored group outside the MERGE.
+refresh). The groups no delta can maintain are recomputed whole from the sources at the pinned
+versions, in the same commit (`lost_groups`): those that lose every row holding their MIN or MAX
+(not every group a delete touched, as Oracle does: a MIN or MAX also stores how many rows hold
+it, `Aggregate.holders`, counted in the same pass as the rest by GROUPING SETS, see
+`groups.grouped_by_values`), those whose DOUBLE sum lost a NaN or an infinity, those whose
+BIGINT or DECIMAL sum overflowed, and every touched group when the view has an aggregate without
+a rule (COUNT(DISTINCT), STDDEV, percentiles …; its MIN and MAX count nothing then) or a DECIMAL
+sum Spark would round when adding. Without those, sources that only appended recompute nothing
+and read no stored group outside the MERGE.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes.changes import Narrowing, delta_terms, snapshot_relation, substitute, union_all
+from dbt_ivm.aggregates import (
+    Signs,
+    SumChecks,
+    extreme,
+    if_,
+    non_finite,
+    overflow,
+    removed_holders,
+    removed_name,
+    rule,
+    state,
+    stored_overflow,
+    summed,
+    zero_if_null,
+)
+from dbt_ivm.classes.aggregate_view import average_types, check_exact, view_select
+from dbt_ivm.classes.changes import delta_terms
+from dbt_ivm.classes.groups import (
+    argument_name,
+    at_extreme,
+    count_columns,
+    counted_arguments,
+    grouped,
+    grouped_by_values,
+    grouping,
+    key_names,
+    match_keys,
+    of_groups,
+    slot,
+    ungrouped,
+)
 from dbt_ivm.classes.joins import narrowing
-from dbt_ivm.classes.outer_terms import climb_steps, decide_flips, has_outer_join
+from dbt_ivm.classes.recompute import Recompute, delta_stats, lost_groups, recompute_rules
+from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, WritePath, stager
-from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
     HIDDEN_PREFIX,
-    INTEGRAL_TYPES,
     Aggregate,
-    AggregateFunction,
     TableName,
     ViewPlan,
-    group_column,
 )
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
 from dbt_ivm.verbatim import DIALECT
 
-F = AggregateFunction
-DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)", re.IGNORECASE)
-EXTREMES = (F.MIN, F.MAX)
 RECOMPUTED_FLAG = f"{HIDDEN_PREFIX}r"
-
-
-def _argument(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}x_{agg.index}"
-
-
-def _removed(agg: Aggregate) -> str:
-    """The change set's extreme of the removed values (MIN: the smallest, MAX: the largest)."""
-    return f"{HIDDEN_PREFIX}del_{agg.index}"
-
-
-def _non_finite(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}nf_{agg.index}"
-
-
-def _overflow(agg: Aggregate) -> str:
-    """1 where the change's sum added or removed overflowed its type (see `delta_select`)."""
-    return f"{HIDDEN_PREFIX}o_{agg.index}"
-
-
-EXACT_SUM = exp.DataType.build("decimal(38,0)")
-
-
-def _summed(agg: Aggregate, argument: exp.Expr) -> exp.Expr:
-    """What the state sums: the argument, cast to DECIMAL(38, 0) for an exact AVG."""
-    return exp.Cast(this=argument, to=EXACT_SUM.copy()) if agg.exact else argument
 
 
 def _recomputed(name: str) -> str:
@@ -84,135 +88,12 @@ def _recomputed(name: str) -> str:
 
 
 def _state_columns(plan: ViewPlan) -> list[str]:
-    return [COUNT_COLUMN, *(h.name for a in plan.aggregates for h in a.state)]
-
-
-def _removed_holders(agg: Aggregate) -> str:
-    """A counted extreme: how many copies of the removed extreme the change removes."""
-    return f"{HIDDEN_PREFIX}delm_{agg.index}"
-
-
-def _counted_arguments(plan: ViewPlan) -> list[exp.Expr]:
-    """The distinct arguments of the MIN and MAX that count the rows at their extreme."""
-    seen: dict[str, exp.Expr] = {}
-    for a in plan.aggregates:
-        if a.counted and a.argument is not None:
-            seen.setdefault(a.argument.sql(dialect=DIALECT), a.argument)
-    return list(seen.values())
-
-
-def _slot(plan: ViewPlan, agg: Aggregate) -> int:
-    """The position of `agg`'s argument among `_counted_arguments`."""
-    assert agg.argument is not None
-    texts = [a.sql(dialect=DIALECT) for a in _counted_arguments(plan)]
-    return texts.index(agg.argument.sql(dialect=DIALECT))
-
-
-def _value(j: int) -> str:
-    return f"{HIDDEN_PREFIX}v_{j}"
-
-
-def _in_set(j: int) -> exp.Expr:
-    """A row of the pass by values (`_by_values`) grouped by counted argument `j`."""
-    return exp.EQ(this=col(f"{HIDDEN_PREFIX}s_{j}"), expression=lit(0))
-
-
-def _by_values(query: exp.Select, keys: Sequence[exp.Expr], values: Sequence[exp.Expr]) -> exp.Select:
-    """`query` (aggregates grouped by `keys`) grouped in the same pass also by `keys` and each of
-    `values`: GROUPING SETS ((keys), (keys, value 0), …). A row grouped by value `j` has
-    `__ivm_s_<j>` = 0 and the value as `__ivm_v_<j>`; the rows of the first set have every
-    `__ivm_s_<j>` = 1 and are the groups' aggregates as `query` gives them."""
-    query = query.select(
-        *[v.copy().as_(ident(_value(j))) for j, v in enumerate(values)],
-        *[func("grouping", v.copy()).as_(ident(f"{HIDDEN_PREFIX}s_{j}")) for j, v in enumerate(values)],
-        copy=False,
-    )
-    sets = [exp.Tuple(expressions=[k.copy() for k in keys])]
-    sets += [exp.Tuple(expressions=[*(k.copy() for k in keys), v.copy()]) for v in values]
-    query.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
-    return query
-
-
-def _of_groups(plan: ViewPlan, by_values: exp.Select, carried: list[str], counts: set[str]) -> exp.Select:
-    """The groups' rows of a pass by values (`_by_values`): the columns `carried` from the rows of
-    the groups' own set (`counts` 0 where there is none: the one global row over no rows)."""
-    own = exp.and_(*[exp.not_(_in_set(j)) for j in range(len(_counted_arguments(plan)))])
-    columns: list[exp.Expr] = []
-    for name in carried:
-        value: exp.Expr = exp.Max(this=_if(own.copy(), col(name), exp.Null()))
-        columns.append((_zero_if_null(value) if name in counts else value).as_(ident(name)))
-    keys = [col(k) for k in _keys(plan)]
-    select = exp.select(*keys, *columns).from_(by_values.subquery(ident(f"{HIDDEN_PREFIX}l")))
-    return select.group_by(*[k.copy() for k in keys]) if keys else select
-
-
-def _counts(plan: ViewPlan) -> set[str]:
-    """The state columns that are counts: 0, not NULL, for a group with no row (see `_of_groups`)."""
-    return {COUNT_COLUMN, *(a.non_null for a in plan.aggregates if a.function in (F.COUNT, F.SUM, F.AVG))}
-
-
-def _at_extreme(agg: Aggregate, j: int, measure: exp.Expr, where: exp.Expr | None = None) -> tuple[exp.Expr, exp.Expr]:
-    """Over the rows grouped by counted argument `j`: the extreme of its values (where `where`),
-    and `measure` of the row that holds it."""
-    ordering = _if(exp.and_(_in_set(j), where) if where is not None else _in_set(j), col(_value(j)), exp.Null())
-    pick, by = (exp.Min, exp.ArgMin) if agg.function is F.MIN else (exp.Max, exp.ArgMax)
-    return pick(this=ordering), by(this=measure, expression=ordering.copy())
-
-
-@dataclass(frozen=True)
-class Recompute:
-    """Which groups a refresh recomputes, decided from the state's types (see `recompute_rules`)."""
-
-    every_group: bool  # an aggregate without a rule, or a sum Spark would round when adding
-    float_sums: frozenset[int]  # SUM/AVG over floating point: recompute where NaN/Inf was removed
-    # SUM/AVG kept as BIGINT or DECIMAL: recompute where the change's sum overflowed
-    checked_sums: frozenset[int] = frozenset()
-    # and those kept as DECIMAL: also where the stored sum overflowed (NULL over non-NULL values)
-    decimal_sums: frozenset[int] = frozenset()
-
-
-def _keys(plan: ViewPlan) -> list[str]:
-    return [group_column(i) for i in range(len(plan.group_by))]
-
-
-def _ungrouped(plan: ViewPlan) -> exp.Select:
-    """The model's FROM, joins and WHERE, without its projections, grouping, HAVING or DISTINCT."""
-    query = plan.query.copy()
-    for arg in ("group", "having", "distinct"):
-        query.set(arg, None)
-    query.set("expressions", [])
-    return query
-
-
-def _grouping(key: exp.Expr) -> exp.Expr:
-    """A GROUP BY expression as written in a statement: an integer literal would be read as an
-    ordinal, so a numeric constant is cast (it groups the same, and is never shown: see `_from_state`)."""
-    if isinstance(key, exp.Literal) and not key.is_string:
-        return exp.Cast(this=key.copy(), to=exp.DataType.build("decimal(38,0)" if "." not in key.name else "double"))
-    return key.copy()
-
-
-def _grouped(plan: ViewPlan, projections: list[exp.Expr]) -> exp.Select:
-    query = _ungrouped(plan)
-    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
-    query = query.select(*keys, *projections, copy=False)
-    if plan.group_by:
-        query.set("group", exp.Group(expressions=[_grouping(g) for g in plan.group_by]))
-    return query
+    return [COUNT_COLUMN, *(h.name for a in plan.aggregates for h in state(a))]
 
 
 def _state(agg: Aggregate) -> list[exp.Expr]:
     """The stored state of `agg`, as aggregates over the view's rows (build)."""
-    arg = agg.argument.copy() if agg.argument is not None else None
-    count = exp.Count(this=arg.copy()) if arg is not None else None
-    if agg.function is F.COUNT:
-        return [count.as_(ident(agg.non_null))] if count else []
-    if agg.function in (F.SUM, F.AVG):
-        assert count is not None and arg is not None
-        return [count.as_(ident(agg.non_null)), exp.Sum(this=_summed(agg, arg)).as_(ident(agg.value))]
-    if agg.function in EXTREMES or agg.function is F.RECOMPUTED:
-        return [agg.call.copy().as_(ident(agg.value))]
-    return []  # COUNT(*): the group's count
+    return rule(agg).build(agg)
 
 
 def _whole_state(plan: ViewPlan) -> list[exp.Expr]:
@@ -229,24 +110,24 @@ def _state_select(
 ) -> exp.Select:
     """One row per group of the model's rows (those `where` keeps): keys, count and each
     aggregate's state, each column named `name(column)`, first the recompute flag if `flag`.
-    A counted MIN or MAX also counts the rows at its extreme, in the same pass (`_by_values`)."""
+    A counted MIN or MAX also counts the rows at its extreme, in the same pass (`grouped_by_values`)."""
     state = _whole_state(plan)
     for e in state:
         e.set("alias", ident(name(e.alias)))
     flags = [exp.true().as_(ident(RECOMPUTED_FLAG))] if flag else []
-    query = _grouped(plan, [*flags, *state])
+    query = grouped(plan, [*flags, *state])
     if where is not None:
         query = query.where(where, copy=False)
-    values = _counted_arguments(plan)
+    values = counted_arguments(plan)
     if not values:
         return query
-    counts = {name(c) for c in _counts(plan)}
-    by_values = _by_values(query, [_grouping(g) for g in plan.group_by], values)
-    select = _of_groups(plan, by_values, [str(e.alias) for e in state], counts)
+    counts = {name(c) for c in count_columns(plan)}
+    by_values = grouped_by_values(query, [grouping(g) for g in plan.group_by], values)
+    select = of_groups(plan, by_values, [str(e.alias) for e in state], counts)
     if flag:  # a constant: the one global row over no rows is recomputed too
         select = select.select(exp.true().as_(ident(RECOMPUTED_FLAG)), copy=False)
     for agg in (a for a in plan.aggregates if a.counted):
-        _, holders = _at_extreme(agg, _slot(plan, agg), col(name(COUNT_COLUMN)))
+        _, holders = at_extreme(agg, slot(plan, agg), col(name(COUNT_COLUMN)))
         select = select.select(holders.as_(ident(name(agg.holders))), copy=False)
     return select
 
@@ -258,17 +139,11 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
 
 def _rows(plan: ViewPlan) -> exp.Select:
     """The view's rows before grouping: group keys and the arguments of the aggregates with a rule."""
-    keys = [_grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, _keys(plan), strict=True)]
-    args = [_summed(a, a.argument.copy()).as_(ident(_argument(a))) for a in plan.aggregates if a.argument is not None]
-    return _ungrouped(plan).select(*keys, *args, copy=False)
-
-
-def _if(condition: exp.Expr, true: exp.Expr, false: exp.Expr) -> exp.If:
-    return exp.If(this=condition, true=true, false=false)
-
-
-def _zero_if_null(e: exp.Expr) -> exp.Expr:
-    return func("coalesce", e, lit(0))
+    keys = [grouping(g).as_(ident(k)) for g, k in zip(plan.group_by, key_names(plan), strict=True)]
+    args = [
+        summed(a, a.argument.copy()).as_(ident(argument_name(a))) for a in plan.aggregates if a.argument is not None
+    ]
+    return ungrouped(plan).select(*keys, *args, copy=False)
 
 
 def delta_select(
@@ -302,179 +177,45 @@ def delta_select(
     if not terms:
         return None
     d = col(DELTA_COLUMN)
-    added, removed = exp.GT(this=d.copy(), expression=lit(0)), exp.LT(this=d.copy(), expression=lit(0))
-    measures: list[exp.Expr] = [_zero_if_null(exp.Sum(this=d.copy())).as_(ident(COUNT_COLUMN))]
+    signs = Signs(d, exp.GT(this=d.copy(), expression=lit(0)), exp.LT(this=d.copy(), expression=lit(0)))
+    measures: list[exp.Expr] = [zero_if_null(exp.Sum(this=d.copy())).as_(ident(COUNT_COLUMN))]
     for agg in plan.aggregates:
-        if agg.argument is None:
-            continue
-        x = col(_argument(agg))
-        if agg.function in (F.COUNT, F.SUM, F.AVG):
-            counted = _if(exp.Is(this=x.copy(), expression=exp.Null()), lit(0), d.copy())
-            measures.append(_zero_if_null(exp.Sum(this=counted)).as_(ident(agg.non_null)))
-        if agg.function in (F.SUM, F.AVG) and agg.index in checked_sums:
-            measures += _checked_delta(agg, x, added, removed)
-        elif agg.function in (F.SUM, F.AVG):
-            plus = exp.Sum(this=_if(added.copy(), x.copy(), exp.Null()))
-            minus = exp.Sum(this=_if(removed.copy(), x.copy(), exp.Null()))
-            measures.append(_combine(plus, minus, exp.Sub).as_(ident(agg.value)))
-        if agg.index in float_sums:
-            finite = exp.EQ(this=exp.Sub(this=x.copy(), expression=x.copy()), expression=lit(0))
-            lost = exp.and_(removed.copy(), exp.not_(exp.Is(this=x.copy(), expression=exp.Null())), exp.not_(finite))
-            measures.append(func("count_if", lost).as_(ident(_non_finite(agg))))
-        if agg.function in EXTREMES and not agg.counted:
-            pick = exp.Min if agg.function is F.MIN else exp.Max
-            measures.append(pick(this=_if(added.copy(), x.copy(), exp.Null())).as_(ident(agg.value)))
-            measures.append(pick(this=_if(removed.copy(), x.copy(), exp.Null())).as_(ident(_removed(agg))))
-    keys = [col(k) for k in _keys(plan)]
+        if agg.argument is not None:
+            checks = SumChecks(agg.index in float_sums, agg.index in checked_sums)
+            measures += rule(agg).delta(agg, col(argument_name(agg)), signs, checks)
+    keys = [col(k) for k in key_names(plan)]
     select = exp.select(*keys, *measures).from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}t")))
     select = select.group_by(*[k.copy() for k in keys]) if keys else select
-    extremes = [a for a in plan.aggregates if a.counted]
-    if not extremes:
+    if not any(a.counted for a in plan.aggregates):
         return select
-    # the net change of each value of a counted argument: a value whose copies the terms add and
-    # remove alike has changed nothing (a join's terms can), the others were added or removed
-    firsts = {_slot(plan, a): a for a in reversed(extremes)}
-    values = [col(_argument(firsts[j])) for j in range(len(firsts))]
-    counts = _counts(plan) | {_non_finite(a) for a in plan.aggregates if a.index in float_sums}
-    counts |= {_overflow(a) for a in plan.aggregates if a.index in checked_sums}
-    select = _of_groups(plan, _by_values(select, keys, values), [str(m.alias) for m in measures], counts)
+    counts = count_columns(plan) | {non_finite(a) for a in plan.aggregates if a.index in float_sums}
+    counts |= {overflow(a) for a in plan.aggregates if a.index in checked_sums}
+    return _counted_deltas(plan, select, [str(m.alias) for m in measures], counts)
+
+
+def _counted_deltas(plan: ViewPlan, select: exp.Select, carried: list[str], counts: set[str]) -> exp.Select:
+    """The group deltas `select` (its columns `carried`) with each counted MIN or MAX's extreme
+    added and removed, and how many rows at each, from the net change of each value of a counted
+    argument: a value whose copies the terms add and remove alike has changed nothing (a join's
+    terms can), the others were added or removed."""
+    extremes = [a for a in plan.aggregates if a.counted]
+    firsts = {slot(plan, a): a for a in reversed(extremes)}
+    values = [col(argument_name(firsts[j])) for j in range(len(firsts))]
+    keys = [col(k) for k in key_names(plan)]
+    select = of_groups(plan, grouped_by_values(select, keys, values), carried, counts)
     net = col(COUNT_COLUMN)
     for agg in extremes:
-        j = _slot(plan, agg)
-        added_extreme, added_holders = _at_extreme(agg, j, net.copy(), exp.GT(this=net.copy(), expression=lit(0)))
-        removed_extreme, removed_holders = _at_extreme(agg, j, net.copy(), exp.LT(this=net.copy(), expression=lit(0)))
+        j = slot(plan, agg)
+        added_extreme, added_holders = at_extreme(agg, j, net.copy(), exp.GT(this=net.copy(), expression=lit(0)))
+        removed_extreme, removed_count = at_extreme(agg, j, net.copy(), exp.LT(this=net.copy(), expression=lit(0)))
         select = select.select(
             added_extreme.as_(ident(agg.value)),
             added_holders.as_(ident(agg.holders)),
-            removed_extreme.as_(ident(_removed(agg))),
-            exp.Neg(this=removed_holders).as_(ident(_removed_holders(agg))),
+            removed_extreme.as_(ident(removed_name(agg))),
+            exp.Neg(this=removed_count).as_(ident(removed_holders(agg))),
             copy=False,
         )
     return select
-
-
-def _checked_delta(agg: Aggregate, x: exp.Expr, added: exp.Expr, removed: exp.Expr) -> list[exp.Expr]:
-    """A BIGINT or DECIMAL sum's delta: `try_sum` of the values added less `try_sum` of those
-    removed (`try_subtract`; NULL when neither side has a value), and `__ivm_o_<k>`, 1 where a
-    side with values, or their difference, is NULL: it overflowed."""
-
-    def side(which: exp.Expr) -> tuple[exp.Expr, exp.Expr]:
-        values = _if(which.copy(), x.copy(), exp.Null())
-        return func("try_sum", values), exp.GT(this=exp.Count(this=values.copy()), expression=lit(0))
-
-    (plus, some_plus), (minus, some_minus) = side(added), side(removed)
-    none = exp.and_(exp.Is(this=plus.copy(), expression=exp.Null()), exp.Is(this=minus.copy(), expression=exp.Null()))
-    difference = func("try_subtract", _zero_if_null(plus.copy()), _zero_if_null(minus.copy()))
-    value = _if(none, exp.Null(), difference)
-    overflowed = exp.or_(
-        exp.and_(some_plus, exp.Is(this=plus.copy(), expression=exp.Null())),
-        exp.and_(some_minus, exp.Is(this=minus.copy(), expression=exp.Null())),
-        exp.and_(exp.not_(none.copy()), exp.Is(this=value.copy(), expression=exp.Null())),
-    )
-    return [value.as_(ident(agg.value)), _if(overflowed, lit(1), lit(0)).as_(ident(_overflow(agg)))]
-
-
-def _combine(a: exp.Expr, b: exp.Expr, op: type[exp.Add] | type[exp.Sub]) -> exp.Expr:
-    """`a op b` where a NULL side counts as nothing (no 0 literal: a sum may be an interval)."""
-    only_b = b.copy() if op is exp.Add else exp.Neg(this=b.copy())
-    return exp.Case(
-        ifs=[
-            exp.If(this=exp.Is(this=a.copy(), expression=exp.Null()), true=only_b),
-            exp.If(this=exp.Is(this=b.copy(), expression=exp.Null()), true=a.copy()),
-        ],
-        default=op(this=a, expression=b),
-    )
-
-
-def _match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
-    """Group keys equal, NULL-safe (a NULL key is a group); TRUE for the one global row."""
-    if not plan.group_by:
-        return exp.true()
-    return exp.and_(*[exp.NullSafeEQ(this=col(k, left), expression=col(k, right)) for k in _keys(plan)])
-
-
-def lost_groups(plan: ViewPlan, backing: TableName, delta: str, rules: Recompute) -> exp.Select:
-    """The touched groups to recompute from the sources.
-
-    Every one when `rules.every_group`; else those whose stored MIN or MAX is among the values
-    the change removed (an equal value removed counts: the copies left are unknown), or is NULL or
-    not stored while a value was removed (a join's terms can add and remove the same row),
-    those that lost a NaN or infinite value of a floating-point sum, those whose change overflowed
-    a BIGINT or DECIMAL sum, and those whose stored DECIMAL sum overflowed (NULL over non-NULL
-    values: `_stored_overflow`). Groups whose removed values all lie inside the extreme keep it:
-    only these groups of the view are read (a join on keys).
-    """
-    keys = [col(k, "s") for k in _keys(plan)]
-    select = exp.select(*keys) if keys else exp.select(lit(1).as_("one"))
-    select = select.from_(temp_table(delta).as_("s"))
-    if rules.every_group:
-        return select
-    lost: list[exp.Expr] = []
-    for agg in plan.aggregates:
-        if agg.counted:
-            lost.append(exp.not_(func("coalesce", _keeps_extreme(agg, "t", "s"), exp.false())))
-        elif agg.function in EXTREMES:
-            removed, stored = col(_removed(agg), "s"), col(agg.value, "t")
-            beyond = exp.LTE if agg.function is F.MIN else exp.GTE
-            unknown = exp.or_(
-                exp.Is(this=col(COUNT_COLUMN, "t"), expression=exp.Null()), exp.Is(this=stored, expression=exp.Null())
-            )
-            within = exp.or_(unknown, beyond(this=removed.copy(), expression=stored.copy()))
-            lost.append(exp.and_(exp.not_(exp.Is(this=removed, expression=exp.Null())), exp.paren(within)))
-        if agg.index in rules.float_sums:
-            lost.append(exp.GT(this=col(_non_finite(agg), "s"), expression=lit(0)))
-        if agg.index in rules.checked_sums:
-            lost.append(exp.GT(this=col(_overflow(agg), "s"), expression=lit(0)))
-        if agg.index in rules.decimal_sums:
-            lost.append(_stored_overflow(agg, "t"))
-    stored_rows = backing.to_table()
-    stored_rows.set("alias", exp.TableAlias(this=ident("t")))
-    joined = select.join(stored_rows, on=_match(plan, "s", "t"), join_type="left")
-    condition = exp.or_(*lost) if lost else exp.false()
-    if plan.group_by:  # a group the change empties is deleted: nothing to recompute
-        count = exp.Add(this=_zero_if_null(col(COUNT_COLUMN, "t")), expression=col(COUNT_COLUMN, "s"))
-        condition = exp.and_(exp.NEQ(this=count, expression=lit(0)), exp.paren(condition))
-    return joined.where(condition)
-
-
-def _stored_overflow(agg: Aggregate, table: str | None = None) -> exp.Expr:
-    """A stored DECIMAL sum that overflowed (with ANSI off Spark's SUM is then NULL): NULL while
-    the group has non-NULL values. Its true value is unknown: the group is recomputed."""
-    return exp.and_(
-        exp.Is(this=col(agg.value, table), expression=exp.Null()),
-        exp.GT(this=col(agg.non_null, table), expression=lit(0)),
-    )
-
-
-def _new_extreme(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
-    """The extreme of the stored one and those the change added (NULL if neither is)."""
-    return func("least" if agg.function is F.MIN else "greatest", col(agg.value, stored), col(agg.value, delta))
-
-
-def _new_holders(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
-    """A counted extreme: the rows that hold `_new_extreme` after the change (stored, added, less
-    removed; NULL if the stored count is missing)."""
-    extreme = _new_extreme(agg, stored, delta)
-
-    def at(value: exp.Expr, holders: exp.Expr) -> exp.Expr:
-        return _if(exp.EQ(this=value, expression=extreme.copy()), holders, lit(0))
-
-    kept = at(col(agg.value, stored), col(agg.holders, stored))
-    held = exp.Add(this=kept, expression=at(col(agg.value, delta), col(agg.holders, delta)))
-    return exp.Sub(this=held, expression=at(col(_removed(agg), delta), col(_removed_holders(agg), delta)))
-
-
-def _keeps_extreme(agg: Aggregate, stored: str, delta: str) -> exp.Expr:
-    """A counted extreme is known after the change: nothing removed, only values inside it (their
-    net change: see `delta_select`), or some of its holders are left. NULL counts as not known."""
-    removed, extreme = col(_removed(agg), delta), _new_extreme(agg, stored, delta)
-    inside = exp.GT if agg.function is F.MIN else exp.LT
-    left = exp.GT(this=_new_holders(agg, stored, delta), expression=lit(0))
-    return exp.or_(
-        exp.Is(this=removed, expression=exp.Null()),
-        inside(this=removed.copy(), expression=extreme),
-        exp.and_(exp.EQ(this=removed.copy(), expression=extreme.copy()), left),
-    )
 
 
 def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -> exp.Select:
@@ -485,8 +226,8 @@ def recompute_select(plan: ViewPlan, versions: Mapping[str, int], groups: str) -
         lookup = f"{HIDDEN_PREFIX}f"
         same = exp.and_(
             *[
-                exp.NullSafeEQ(this=col(k, lookup), expression=_grouping(g))
-                for k, g in zip(_keys(plan), plan.group_by, strict=True)
+                exp.NullSafeEQ(this=col(k, lookup), expression=grouping(g))
+                for k, g in zip(key_names(plan), plan.group_by, strict=True)
             ]
         )
         wanted = exp.Exists(this=exp.select(lit(1)).from_(temp_table(groups).as_(ident(lookup))).where(same))
@@ -502,9 +243,45 @@ def merge_source(plan: ViewPlan, delta: str, recomputed: str | None, alias: str)
     select = (
         exp.select(exp.Column(this=exp.Star(), table=ident("d")), *extra, flag)
         .from_(temp_table(delta).as_("d"))
-        .join(temp_table(recomputed).as_("r"), on=_match(plan, "d", "r"), join_type="left")
+        .join(temp_table(recomputed).as_("r"), on=match_keys(plan, "d", "r"), join_type="left")
     )
     return select.subquery(ident(alias))
+
+
+def _merged_state(
+    plan: ViewPlan, backing: TableName, recomputed: str | None, rules: Recompute | None, count: exp.Expr
+) -> tuple[dict[str, exp.Expr], dict[str, exp.Expr]]:
+    """Each stored column's value after the MERGE, for a stored group (stored `t`, delta `s`)
+    and for a new one: by the aggregates' rules, or the recomputed state where there is one."""
+    t, s = "t", "s"
+    corrupt = (
+        f"fast_mv {backing}: the change set removes rows a group does not hold; "
+        "its stored state is inconsistent: run dbt with --full-refresh for this model"
+    )
+
+    def checked(value: exp.Expr, floor: int) -> exp.Expr:
+        ok = exp.GTE(this=value.copy(), expression=lit(floor))
+        return if_(ok, value.copy(), raise_error(corrupt))
+
+    sets: dict[str, exp.Expr] = {COUNT_COLUMN: checked(count, 0 if not plan.group_by else 1)}
+    inserts: dict[str, exp.Expr] = {COUNT_COLUMN: checked(col(COUNT_COLUMN, s), 1)}
+    for agg in plan.aggregates:
+        assert recomputed is not None or not rule(agg).per_group  # every touched group is recomputed
+        for name, (update, insert) in rule(agg).merge(agg, t, s, _recomputed).items():
+            sets[name], inserts[name] = update, insert
+        if rules is not None and agg.index in rules.checked_sums:
+            overflowed = exp.GT(this=col(overflow(agg), s), expression=lit(0))
+            stored = stored_overflow(agg, t) if agg.index in rules.decimal_sums else exp.false()
+            lost = f"fast_mv {backing}: {agg.call.sql(dialect=DIALECT)} overflowed and its group was not recomputed"
+            sets[agg.value] = if_(exp.or_(overflowed, stored), func("raise_error", lit(lost)), sets[agg.value])
+            inserts[agg.value] = if_(overflowed.copy(), func("raise_error", lit(lost)), inserts[agg.value])
+    if recomputed is not None:
+        flag = col(RECOMPUTED_FLAG, s)
+        for values in (sets, inserts):
+            for name in _state_columns(plan):
+                if name != COUNT_COLUMN or values is inserts:
+                    values[name] = if_(flag.copy(), col(_recomputed(name), s), values[name])
+    return sets, inserts
 
 
 def merge_statement(
@@ -522,52 +299,8 @@ def merge_statement(
     fails the MERGE: a sum is never added to a NULL that stands for an overflow.
     """
     t, s = "t", "s"
-    corrupt = (
-        f"fast_mv {backing}: the change set removes rows a group does not hold; "
-        "its stored state is inconsistent: run dbt with --full-refresh for this model"
-    )
-
-    def checked(value: exp.Expr, floor: int) -> exp.Expr:
-        ok = exp.GTE(this=value.copy(), expression=lit(floor))
-        return _if(ok, value.copy(), raise_error(corrupt))
-
     count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(COUNT_COLUMN, s))
-    sets: dict[str, exp.Expr] = {COUNT_COLUMN: checked(count, 0 if not plan.group_by else 1)}
-    inserts: dict[str, exp.Expr] = {COUNT_COLUMN: checked(col(COUNT_COLUMN, s), 1)}
-    for agg in plan.aggregates:
-        nn = exp.Add(this=col(agg.non_null, t), expression=col(agg.non_null, s))
-        if agg.function in (F.COUNT, F.SUM, F.AVG):
-            sets[agg.non_null] = nn
-            inserts[agg.non_null] = col(agg.non_null, s)
-        if agg.function in (F.SUM, F.AVG):
-            total = _combine(col(agg.value, t), col(agg.value, s), exp.Add)
-            sets[agg.value] = _if(exp.EQ(this=nn.copy(), expression=lit(0)), exp.Null(), total)
-            # a new group's sum over no non-NULL value is NULL, also when the terms added and
-            # removed the same values (their difference is 0, not NULL)
-            none = exp.EQ(this=col(agg.non_null, s), expression=lit(0))
-            inserts[agg.value] = _if(none, exp.Null(), col(agg.value, s))
-            if rules is not None and agg.index in rules.checked_sums:
-                overflowed = exp.GT(this=col(_overflow(agg), s), expression=lit(0))
-                stored = _stored_overflow(agg, t) if agg.index in rules.decimal_sums else exp.false()
-                lost = f"fast_mv {backing}: {agg.call.sql(dialect=DIALECT)} overflowed and its group was not recomputed"
-                sets[agg.value] = _if(exp.or_(overflowed, stored), func("raise_error", lit(lost)), sets[agg.value])
-                inserts[agg.value] = _if(overflowed.copy(), func("raise_error", lit(lost)), inserts[agg.value])
-        if agg.function in EXTREMES:
-            sets[agg.value] = _new_extreme(agg, t, s)
-            inserts[agg.value] = col(agg.value, s)
-        if agg.counted:
-            sets[agg.holders] = _new_holders(agg, t, s)
-            inserts[agg.holders] = col(agg.holders, s)
-        if agg.function is F.RECOMPUTED:
-            assert recomputed is not None  # every touched group is recomputed
-            sets[agg.value] = col(_recomputed(agg.value), s)
-            inserts[agg.value] = col(_recomputed(agg.value), s)
-    if recomputed is not None:
-        flag = col(RECOMPUTED_FLAG, s)
-        for values in (sets, inserts):
-            for name in _state_columns(plan):
-                if name != COUNT_COLUMN or values is inserts:
-                    values[name] = _if(flag.copy(), col(_recomputed(name), s), values[name])
+    sets, inserts = _merged_state(plan, backing, recomputed, rules, count)
     whens = []
     if plan.group_by:
         emptied = exp.EQ(this=count.copy(), expression=lit(0))
@@ -579,7 +312,7 @@ def merge_statement(
             then=exp.Update(expressions=[exp.EQ(this=col(c), expression=v) for c, v in sets.items()]),
         )
     )
-    keys = {k: col(k, s) for k in _keys(plan)}
+    keys = {k: col(k, s) for k in key_names(plan)}
     whens.append(
         exp.When(
             matched=False,
@@ -596,158 +329,17 @@ def merge_statement(
     return exp.Merge(
         this=target,
         using=merge_source(plan, delta, recomputed, s),
-        on=_match(plan, t, s),
+        on=match_keys(plan, t, s),
         whens=exp.Whens(expressions=whens),
     )
 
 
-def delta_stats(
-    plan: ViewPlan, delta: str, rules: Recompute | None = None, backing: TableName | None = None
-) -> exp.Select:
-    """Groups touched, how many removed a value that may force a recompute (an extreme's value,
-    or a NaN or infinity of a floating-point sum) or overflowed a BIGINT or DECIMAL sum, and how
-    many stored groups hold a DECIMAL sum that overflowed (`overflowed`, read from `backing`:
-    a filter on NULL, which Delta's file statistics mostly skip)."""
-    rules = rules or Recompute(False, frozenset())
-    removing: list[exp.Expr] = [
-        exp.not_(exp.Is(this=col(_removed(a)), expression=exp.Null()))
-        for a in plan.aggregates
-        if a.function in EXTREMES
-    ]
-    for a in plan.aggregates:
-        if a.index in rules.float_sums:
-            removing.append(exp.GT(this=col(_non_finite(a)), expression=lit(0)))
-        if a.index in rules.checked_sums:
-            removing.append(exp.GT(this=col(_overflow(a)), expression=lit(0)))
-    stats = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(delta))
-    if removing:
-        stats = stats.select(func("count_if", exp.or_(*removing)).as_("removing"))
-    decimals = [_stored_overflow(a) for a in plan.aggregates if a.index in rules.decimal_sums]
-    if decimals and backing is not None:
-        stored = exp.select(exp.Count(this=exp.Star())).from_(backing.to_table()).where(exp.or_(*decimals))
-        stats = stats.select(exp.Subquery(this=stored).as_("overflowed"))
-    return stats
-
-
 def state_types(plan: ViewPlan) -> exp.Select:
     """A query whose described types are the stored state's (see `recompute_rules`)."""
-    return _grouped(plan, _whole_state(plan))
-
-
-def recompute_rules(plan: ViewPlan, types: Mapping[str, str]) -> Recompute:
-    """From the state's Spark types: sums over floating point, DECIMAL sums of precision 38 and
-    scale above 6, which Spark rounds when it adds two of them (the sum's type has no room for
-    the carry, and the addition gives up scale): their groups are recomputed, never added to;
-    and the sums kept as BIGINT or DECIMAL, whose overflow is checked (`checked_sums`,
-    `decimal_sums`)."""
-    sums = [a for a in plan.aggregates if a.function in (F.SUM, F.AVG)]
-    lossy = [a for a in sums if (m := DECIMAL.match(types.get(a.value, ""))) and int(m[1]) >= 38 and int(m[2]) > 6]
-    floats = frozenset(a.index for a in sums if types.get(a.value, "").lower() in ("double", "float"))
-    decimals = frozenset(a.index for a in sums if DECIMAL.match(types.get(a.value, "")))
-    checked = decimals | {a.index for a in sums if types.get(a.value, "").lower() == "bigint"}
-    rule_less = any(a.function is F.RECOMPUTED for a in plan.aggregates)
-    return Recompute(rule_less or bool(lossy), floats, checked, decimals)
-
-
-# --- the user's rows -------------------------------------------------------------------------
-
-
-def _average(agg: Aggregate, avg_type: str) -> exp.Expr:
-    """AVG from its sum and count, divided as Spark's Average divides for the argument's type."""
-    total, n = col(agg.value), col(agg.non_null)
-    if avg_type.lower().startswith("decimal"):
-        quotient: exp.Expr = exp.Div(this=total, expression=exp.Cast(this=n, to=exp.DataType.build("decimal(20,0)")))
-        quotient = exp.Cast(this=quotient, to=exp.DataType.build(avg_type, dialect=DIALECT))
-    elif avg_type.lower() == "double":
-        double = exp.DataType.build("double")
-        quotient = exp.Div(this=exp.Cast(this=total, to=double), expression=exp.Cast(this=n, to=double.copy()))
-    else:  # an interval divided by the count
-        quotient = exp.Div(this=total, expression=n)
-    return _if(exp.EQ(this=n.copy(), expression=lit(0)), exp.Null(), quotient)
-
-
-def _final(agg: Aggregate, avg_types: Mapping[int, str]) -> exp.Expr:
-    if agg.function is F.COUNT_STAR:
-        return col(COUNT_COLUMN)
-    if agg.function is F.COUNT:
-        return col(agg.non_null)
-    if agg.function is F.AVG:
-        return _average(agg, avg_types[agg.index])
-    return col(agg.value)
-
-
-def _from_state(expr: exp.Expr, plan: ViewPlan, avg_types: Mapping[int, str]) -> exp.Expr:
-    """`expr` (an output or HAVING) over the stored state: group keys and aggregate calls replaced."""
-    keys = {
-        g.sql(dialect=DIALECT): k
-        for g, k in zip(plan.group_by, _keys(plan), strict=True)
-        if not isinstance(g, exp.Literal)  # a constant stays itself (`round(x, 2)` keeps its 2)
-    }
-    calls = {a.call.sql(dialect=DIALECT): a for a in plan.aggregates}
-
-    def replace(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.DataType):
-            return node.copy()
-        text = node.sql(dialect=DIALECT)
-        if text in keys:
-            return col(keys[text])
-        if text in calls:
-            return _final(calls[text], avg_types)
-        node = node.copy()
-        for name, child in list(node.args.items()):
-            if isinstance(child, exp.Expr):
-                node.set(name, replace(child))
-            elif isinstance(child, list):
-                node.set(name, [replace(c) if isinstance(c, exp.Expr) else c for c in child])
-        return node
-
-    return replace(expr)
-
-
-def _argument_type(agg: Aggregate) -> str:
-    return f"{HIDDEN_PREFIX}type_{agg.index}"
-
-
-def average_types(plan: ViewPlan) -> exp.Select | None:
-    """A query whose described types are Spark's AVG result types of the view's AVG arguments
-    (`__ivm_x_<k>`) and the arguments' own types (`__ivm_type_<k>`)."""
-    avgs = [a for a in plan.aggregates if a.function is F.AVG]
-    if not avgs:
-        return None
-    assert all(a.argument is not None for a in avgs)
-    return _ungrouped(plan).select(
-        *[exp.Avg(this=a.argument.copy()).as_(ident(_argument(a))) for a in avgs if a.argument is not None],
-        *[exp.Min(this=a.argument.copy()).as_(ident(_argument_type(a))) for a in avgs if a.argument is not None],
-        copy=False,
-    )
-
-
-def check_exact(plan: ViewPlan, described: Mapping[str, str]) -> None:
-    """An AVG sums exactly (`Aggregate.exact`, from sqlglot's type inference) exactly when Spark
-    types its argument as an integer; where they disagree, the model is refused."""
-    for agg in (a for a in plan.aggregates if a.function is F.AVG):
-        integral = described[_argument_type(agg)].lower() in INTEGRAL_TYPES
-        if integral != agg.exact:
-            raise UnsupportedView(
-                f"{agg.call.sql(dialect=DIALECT)}: the type of its argument could not be inferred "
-                f"(Spark: {described[_argument_type(agg)]})",
-                "cast the argument to its type in the model, e.g. AVG(CAST(... AS BIGINT))",
-            )
-
-
-def view_select(plan: ViewPlan, backing: TableName, avg_types: Mapping[int, str]) -> exp.Select:
-    """The model's columns from the stored state (each state column has the type of the aggregate
-    it holds, and AVG divides as Spark does, so every column has the model's type); HAVING
-    filters here, so a group that fails it keeps its state for the next refresh."""
-    outputs = [_from_state(o.expression, plan, avg_types).as_(ident(o.name)) for o in plan.outputs]
-    select = exp.select(*outputs).from_(backing.to_table())
-    if plan.having is not None:
-        select = select.where(_from_state(plan.having, plan, avg_types))
-    return select
+    return grouped(plan, _whole_state(plan))
 
 
 class AggregateRules:
-    MONOTONE = False
     INSERTS = False  # the group deltas always MERGE
 
     def stages_changes(self, plan: ViewPlan) -> bool:
@@ -762,7 +354,7 @@ class AggregateRules:
         probe = average_types(plan)
         described = describe(probe) if probe is not None else {}
         check_exact(plan, described)
-        avg_types = {a.index: described[_argument(a)] for a in plan.aggregates if a.function is F.AVG}
+        avg_types = {a.index: described[argument_name(a)] for a in plan.aggregates if rule(a).averages}
         return view_select(plan, backing, avg_types)
 
     def apply(self, refresh: Refresh) -> Write:
@@ -772,7 +364,7 @@ class AggregateRules:
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
         narrow = narrowing(refresh)
-        flips, flipped = decide_flips(refresh, narrow) if has_outer_join(plan.tree) else (frozenset(), "")
+        flips, flipped = terms_for(plan).flips(refresh, narrow)
         delta = delta_select(
             plan,
             refresh.old,
@@ -788,7 +380,7 @@ class AggregateRules:
         name = refresh.temp("delta")
         refresh.run(cache_as(name, delta))
         recomputed, groups, removing, overflowed, touched = None, 0, 0, 0, ""
-        extremes = any(a.function in EXTREMES for a in plan.aggregates)
+        extremes = any(rule(a).removes_extreme for a in plan.aggregates)
         if rules.every_group or extremes or rules.float_sums or rules.checked_sums:  # else the MERGE is all
             stats = refresh.query(sql(delta_stats(plan, name, rules, refresh.backing)))[0]
             if int(stats["n"]) == 0:
@@ -811,31 +403,20 @@ class AggregateRules:
         return {}  # the MERGE reaches the stored groups by key; a view of groups stays small
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
-        rules = {
-            F.COUNT_STAR: "count += delta",
-            F.COUNT: "non-NULL count += delta",
-            F.SUM: "sum += sum added - sum removed, non-NULL count += delta (NULL at 0)",
-            F.AVG: "sum and non-NULL count += deltas; avg = sum / count when read",
-            F.MIN: "least(stored, smallest added); recomputed for the groups whose minimum was removed",
-            F.MAX: "greatest(stored, largest added); recomputed for the groups whose maximum was removed",
-            F.RECOMPUTED: "no rule: recomputed from the sources for every group the change touches",
-        }
         lines = []
         for table in plan.tables:
             lines.append(f"  change to {table}: net change feed, one row per copy, joined as in the view")
-            if has_outer_join(plan.tree):
-                for s in (s for s in plan.sources if s.table.key == table.key):
-                    lines += [f"    {s.alias}: {step}" for step in climb_steps(plan, plan.tree, s.index)]
+            for s in (s for s in plan.sources if s.table.key == table.key):
+                lines += [f"    {s.alias}: {step}" for step in terms_for(plan).climb_steps(s.index)]
         lines.append("    per group: " + ("the one global row" if not plan.group_by else "keys matched NULL-safe"))
         for agg in plan.aggregates:
-            rule = rules[agg.function]
-            if agg.counted:
-                extreme = "minimum" if agg.function is F.MIN else "maximum"
-                rule = (
-                    f"{rule.split(';')[0]}, and the count of the rows at the {extreme} (+ added, - removed); "
-                    f"recomputed only for the groups that lose every row at their {extreme}"
+            text = rule(agg).explain
+            if (counted := extreme(agg)) is not None and agg.counted:
+                text = (
+                    f"{text.split(';')[0]}, and the count of the rows at the {counted.word} (+ added, - removed); "
+                    f"recomputed only for the groups that lose every row at their {counted.word}"
                 )
-            lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {rule}")
+            lines.append(f"    {agg.call.sql(dialect=DIALECT)}: {text}")
         lines.append(
             "    recomputed groups (from the sources at the pinned versions) take their whole state from the "
             "recompute; SUM/AVG over DOUBLE also recompute a group that lost a NaN or infinity, BIGINT and DECIMAL "
@@ -847,7 +428,7 @@ class AggregateRules:
             "    apply: one MERGE of the group deltas (count 0: delete the group"
             + ("" if plan.group_by else ", except the global row")
             + "; new groups inserted)"
-            + ("" if any(a.function is F.RECOMPUTED for a in plan.aggregates) else "; only appends: no recompute")
+            + ("" if any(rule(a).per_group for a in plan.aggregates) else "; only appends: no recompute")
         )
         return lines
 

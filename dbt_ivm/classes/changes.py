@@ -9,11 +9,7 @@ from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes.relations import Narrowing as Narrowing
-from dbt_ivm.classes.relations import TermInput, rid_expression, source_columns
-from dbt_ivm.classes.relations import snapshot_relation as snapshot_relation  # aggregate imports these from here
-from dbt_ivm.classes.relations import substitute as substitute
-from dbt_ivm.classes.relations import union_all as union_all
+from dbt_ivm.classes.relations import Narrowing, TermInput, rid_expression, source_columns
 from dbt_ivm.classes.rules import Stage
 from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, ViewPlan

@@ -39,9 +39,7 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt_ivm.analyze.join_tree import children, leaves
-from dbt_ivm.classes.flips import decide_flips as decide_flips  # aggregate imports it from here
 from dbt_ivm.classes.flips import flip_keys
-from dbt_ivm.classes.jointree import has_outer_join as has_outer_join  # aggregate imports it from here
 from dbt_ivm.classes.jointree import node_keys, own_ranges
 from dbt_ivm.classes.keys import key_equalities
 from dbt_ivm.classes.relations import TermInput, snapshot_relation, union_all

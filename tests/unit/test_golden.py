@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt_ivm import analyze, render, verbatim
+from dbt_ivm import analyze, consistency, verbatim
 from dbt_ivm.classes import aggregate, joins
 from tests.unit.views import AGG, BACKING, FULL, GLOBAL, JOIN, LEFT, NESTED, NEW, OLD, OUTER_SCHEMA, SCHEMA, SELF
 
@@ -62,9 +62,9 @@ CASES = {
     "merge_aggregate": lambda: aggregate.merge_statement(analyze(AGG, SCHEMA), BACKING, "__ivm_delta_x", "__ivm_r_x"),
     "merge_global_insert_only": lambda: aggregate.merge_statement(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_d_x", None),
     "view_aggregate": _agg_view,
-    "recompute": lambda: render.consistency_sql(BACKING, render.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
-    "recompute_float_columns": lambda: render.consistency_sql(
-        BACKING, render.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}
+    "recompute": lambda: consistency.consistency_sql(BACKING, consistency.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
+    "recompute_float_columns": lambda: consistency.consistency_sql(
+        BACKING, consistency.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}
     ),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 
-from dbt_ivm import render
+from dbt_ivm import consistency, render
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import joins
 from dbt_ivm.commit import lost_race
@@ -21,7 +21,7 @@ def test_pin_versions_inserts_version_clauses_and_changes_nothing_else():
         "select /*+ BROADCAST(c) */ x.id, to_char(x.ts, 'yyyy-MM') as m\n"
         "from x join db.c c on x.cust = c.cid join DB.O as o2 on o2.id = x.id;  -- done"
     )
-    pinned = render.pin_versions(model, {"db.o": 3, "db.c": 5})
+    pinned = consistency.pin_versions(model, {"db.o": 3, "db.c": 5})
     assert pinned == (
         "-- daily revenue\n"
         "with x as (select * from `db`.`o` VERSION AS OF 3 where amt > 1)\n"
@@ -32,7 +32,7 @@ def test_pin_versions_inserts_version_clauses_and_changes_nothing_else():
 
 def test_the_consistency_query_wraps_the_model_text_on_its_own_lines():
     """A trailing line comment in the model cannot swallow the closing parenthesis."""
-    sql = render.consistency_sql(render.TableName("db", "v"), "select 1 as a -- note")
+    sql = consistency.consistency_sql(render.TableName("db", "v"), "select 1 as a -- note")
     assert "(\nselect 1 as a -- note\n)" in sql and sql.count("select 1 as a") == 2
 
 

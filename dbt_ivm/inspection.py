@@ -33,7 +33,7 @@ from dbt_ivm.catalog import (
 )
 from dbt_ivm.classes import ViewRules, rules_for
 from dbt_ivm.history import appended_rows, changed_rows, replaced, rows_after
-from dbt_ivm.ir import TableName, ViewPlan
+from dbt_ivm.ir import Span, TableName, ViewPlan
 from dbt_ivm.metadata import Watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
 
@@ -61,21 +61,6 @@ class Model:
     @property
     def backing(self) -> TableName:
         return backing_table(self.view)
-
-
-@dataclass(frozen=True)
-class Span:
-    """The versions of one source a refresh reads: those after `consumed`, through `pinned`."""
-
-    consumed: int
-    pinned: int
-
-    @property
-    def first(self) -> int:
-        return self.consumed + 1
-
-    def __str__(self) -> str:
-        return f"v{self.consumed}..v{self.pinned}"
 
 
 @dataclass(frozen=True)

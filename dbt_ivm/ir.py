@@ -256,3 +256,18 @@ class ViewPlan:
             "functions": list(self.functions),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Span:
+    """The versions of one source a refresh reads: those after `consumed`, through `pinned`."""
+
+    consumed: int
+    pinned: int
+
+    @property
+    def first(self) -> int:
+        return self.consumed + 1
+
+    def __str__(self) -> str:
+        return f"v{self.consumed}..v{self.pinned}"

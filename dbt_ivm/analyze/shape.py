@@ -9,6 +9,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 
+from dbt_ivm.aggregates import rule
 from dbt_ivm.aggregates import state as aggregate_state
 from dbt_ivm.analyze.functions import aggregate_calls, aggregate_rule, is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
@@ -17,7 +18,6 @@ from dbt_ivm.ir import (
     HIDDEN_PREFIX,
     INTEGRAL_TYPES,
     Aggregate,
-    AggregateFunction,
     HiddenColumn,
     OutputColumn,
     Role,
@@ -92,12 +92,12 @@ def _count_extremes(aggregates: tuple[Aggregate, ...], group_by: tuple[exp.Expr,
     """MIN and MAX count the rows that hold their extreme, unless every touched group is recomputed
     anyway (an aggregate without a rule) or the argument is a constant or a group key (the
     extreme is then the group's one value: nothing to gain)."""
-    if any(a.function is AggregateFunction.RECOMPUTED for a in aggregates):
+    if any(rule(a).per_group for a in aggregates):
         return aggregates
     keys = {g.sql(dialect=DIALECT) for g in group_by}
 
     def counts(a: Aggregate) -> bool:
-        if a.function not in (AggregateFunction.MIN, AggregateFunction.MAX) or a.argument is None:
+        if not rule(a).removes_extreme or a.argument is None:
             return False
         return any(a.argument.find_all(exp.Column)) and a.argument.sql(dialect=DIALECT) not in keys
 
@@ -108,7 +108,7 @@ def exact_averages(select: exp.Select, aggregates: tuple[Aggregate, ...], schema
     """AVG over an integral argument sums it exactly (`Aggregate.exact`). The argument's type is
     sqlglot's inference over the sources' columns, re-parsed (the normalized tree holds Spark's
     functions as anonymous calls); the build checks it against Spark's (`aggregate.user_view`)."""
-    averages = [a for a in aggregates if a.function is AggregateFunction.AVG and a.argument is not None]
+    averages = [a for a in aggregates if rule(a).averages and a.argument is not None]
     if not averages:
         return aggregates
     probe = select.copy()

@@ -7,6 +7,7 @@ values a watermark carries, which tell a change set that lies above every stored
 from __future__ import annotations
 
 import datetime
+import enum
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -19,6 +20,18 @@ from dbt_ivm.classes.rules import Refresh
 from dbt_ivm.ir import DELTA_COLUMN, TableName, ViewPlan
 from dbt_ivm.metadata import Highs
 from dbt_ivm.render import col, func, lit, sql, temp_table
+
+
+class Stat(str, enum.Enum):
+    """A statistic of the change set a query computes per tracked column or join key, named
+    `<stat>_<index>`: the query writes it under `of(index)`, the code reads the row's value by it."""
+
+    LO = "lo"
+    HI = "hi"
+    NULLS = "nulls"
+
+    def of(self, *index: object) -> str:
+        return "_".join([self.value, *(str(i) for i in index)])
 
 
 def readable(value: exp.Expr, type_: str) -> exp.Expr:
@@ -73,7 +86,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
         missing = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=col(c)))
         nulls = exp.GT(this=missing, expression=lit(0))
         lo, hi = extremes(c, type_)
-        select = select.select(lo.as_(f"lo_{i}"), hi.as_(f"hi_{i}"), nulls.as_(f"nulls_{i}"))
+        select = select.select(lo.as_(Stat.LO.of(i)), hi.as_(Stat.HI.of(i)), nulls.as_(Stat.NULLS.of(i)))
     return select
 
 
@@ -112,16 +125,18 @@ def _statistic(high: int | str, type_: str) -> object:
 def stored_highs(backing: TableName, tracked: Mapping[str, tuple[int, str]]) -> exp.Select:
     """Each tracked column's highest stored value (as `delta_stats` gives it: `hi_<position>`).
     Delta answers a plain MAX from its file statistics while no file has deleted rows."""
-    return exp.select(*[extremes(c, t)[1].as_(f"hi_{i}") for c, (i, t) in tracked.items()]).from_(backing.to_table())
+    return exp.select(*[extremes(c, t)[1].as_(Stat.HI.of(i)) for c, (i, t) in tracked.items()]).from_(
+        backing.to_table()
+    )
 
 
 def read_highs(refresh: Refresh, tracked: Mapping[str, tuple[int, str]]) -> dict[str, int | str | None]:
     row = refresh.query(sql(stored_highs(refresh.backing, tracked)))[0]
     highs: dict[str, int | str | None] = {}
     for c, (i, _) in tracked.items():
-        if row[f"hi_{i}"] is None:
+        if row[Stat.HI.of(i)] is None:
             highs[c] = None  # no stored row has a value there
-        elif (kept := _high(row[f"hi_{i}"])) is not None:
+        elif (kept := _high(row[Stat.HI.of(i)])) is not None:
             highs[c] = kept
     return highs
 
@@ -131,10 +146,10 @@ def above_stored(highs: Highs | None, tracked: Mapping[str, tuple[int, str]], st
     exceeds the highest stored one, and it has no NULL there. A stored row with a change row's
     identity tuple holds that row's values, so there is none: the change set appends."""
     for c, (i, type_) in tracked.items():
-        if highs is None or c not in highs or stats.get(f"nulls_{i}") or stats.get(f"lo_{i}") is None:
+        if highs is None or c not in highs or stats.get(Stat.NULLS.of(i)) or stats.get(Stat.LO.of(i)) is None:
             continue
         high = highs[c]
-        if high is None or stats[f"lo_{i}"] > _statistic(high, type_):
+        if high is None or stats[Stat.LO.of(i)] > _statistic(high, type_):
             return True
     return False
 
@@ -150,7 +165,7 @@ def raised_highs(
     for c, (i, type_) in tracked.items():
         if c not in highs:
             continue
-        high, new = highs[c], stats.get(f"hi_{i}")
+        high, new = highs[c], stats.get(Stat.HI.of(i))
         if new is None or (high is not None and _statistic(high, type_) >= new):
             raised[c] = high
         elif (kept := _high(new)) is not None:
@@ -210,7 +225,7 @@ def value_ranges(columns: Mapping[str, str], stats: Mapping[str, Any], table: st
     """
     ranges: list[exp.Expr] = []
     for i, (c, type_) in enumerate(columns.items()):
-        lo, hi, nulls = stats.get(f"lo_{i}"), stats.get(f"hi_{i}"), bool(stats.get(f"nulls_{i}"))
+        lo, hi, nulls = stats.get(Stat.LO.of(i)), stats.get(Stat.HI.of(i)), bool(stats.get(Stat.NULLS.of(i)))
         target = col(c, table)
         if lo is None and hi is None:
             if nulls:

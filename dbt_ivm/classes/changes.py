@@ -12,7 +12,7 @@ from sqlglot import exp
 from dbt_ivm.classes.relations import Narrowing, TermInput, rid_expression, source_columns
 from dbt_ivm.classes.rules import Stage
 from dbt_ivm.classes.terms import terms_for
-from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, ViewPlan
+from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, Span, ViewPlan
 from dbt_ivm.render import UNGROUPABLE, col, func, ident, lit
 
 SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
@@ -151,7 +151,8 @@ def delta_terms(
         before = {
             s.index: term_version(s.index, changed.index, old[s.table.key], new[s.table.key]) for s in plan.sources
         }
-        change = changes_relation(changed, old[key] + 1, new[key], (staged or {}).get(changed.index), signed)
+        span = Span(old[key], new[key])
+        change = changes_relation(changed, span.first, span.pinned, (staged or {}).get(changed.index), signed)
         term = TermInput(changed, change, before, {**before, changed.index: new[key]})
         filters = (narrow or {}).get(changed.index, {})
         yield changed, terms.term(query, term, rids, changed.index in flips, stage, filters)

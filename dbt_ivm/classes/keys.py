@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm.classes.change_stats import bound, extremes, readable
+from dbt_ivm.classes.change_stats import Stat, bound, extremes, readable
 from dbt_ivm.classes.relations import union_all
 from dbt_ivm.ir import HIDDEN_PREFIX, Source, ViewPlan
 from dbt_ivm.render import col, func, ident, lit, temp_table
@@ -116,7 +116,7 @@ def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, 
         for j, _, m, _, other in slots:
             if (j, m) == (i, k):
                 lo, hi = extremes(value.name, type_)
-                columns += [lo.as_(f"lo_{j}_{m}"), hi.as_(f"hi_{j}_{m}")]
+                columns += [lo.as_(Stat.LO.of(j, m)), hi.as_(Stat.HI.of(j, m))]
             else:  # typed as `extremes` gives that key's values, so the UNION ALL keeps its type
                 typed = exp.cast(exp.null(), exp.DataType.build(other, dialect="spark"))
                 columns += [readable(typed.copy(), other).as_(f"{side}_{j}_{m}") for side in ("lo", "hi")]
@@ -132,7 +132,9 @@ def key_pieces(rows: Sequence[Mapping[str, Any]], prefix: str, type_: str) -> li
     pieces next to each other joined into one; [] without a value, None where some bound has no
     exact literal (`bound`): then nothing may be narrowed by it."""
     found = sorted(
-        (int(r["p"]), r[f"lo_{prefix}"], r[f"hi_{prefix}"]) for r in rows if r.get(f"lo_{prefix}") is not None
+        (int(r["p"]), r[Stat.LO.of(prefix)], r[Stat.HI.of(prefix)])
+        for r in rows
+        if r.get(Stat.LO.of(prefix)) is not None
     )
     pieces: list[tuple[exp.Expr, exp.Expr]] = []
     last = None

@@ -12,8 +12,8 @@ from dbt_ivm.catalog import CatalogEntry, Stored, encode_settings
 from dbt_ivm.classes import rules_for
 from dbt_ivm.decide import Path, decide
 from dbt_ivm.errors import StateError
-from dbt_ivm.inspection import Inspection, Model, Moved, Span
-from dbt_ivm.ir import TableName
+from dbt_ivm.inspection import Inspection, Model, Moved
+from dbt_ivm.ir import Span, TableName
 from dbt_ivm.metadata import FORMAT_VERSION, PROP_DEFINITION_HASH, PROP_FORMAT, PROP_SETTINGS, PROP_STATE, Watermark
 
 SCHEMA = {"db.o": {"id": "int", "amt": "double"}}

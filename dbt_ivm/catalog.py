@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.errors import SourceError
-from dbt_ivm.history import appended_rows, changed_since
+from dbt_ivm.history import changed_since
 from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.metadata import Watermark, latest_watermark
 
@@ -306,14 +306,6 @@ def covering_history(
         # Newest first; room for a few commits that landed after the version was pinned.
         return db.query(f"DESCRIBE HISTORY {table.sql()} LIMIT {end - start + 11}")
     return pinned_history
-
-
-def source_appends(
-    db: Database, table: TableName, start: int, end: int, pinned_history: list[dict[str, Any]]
-) -> int | None:
-    """Rows appended to `table` in versions start..end if it only appended there (see `history`)."""
-    rows = covering_history(db, table, start, end, pinned_history)
-    return None if rows is None else appended_rows(rows, start, end)
 
 
 def row_counts(db: Database, tables: Mapping[str, exp.Table]) -> dict[str, int]:

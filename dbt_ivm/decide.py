@@ -57,7 +57,7 @@ def decide(inspection: Inspection, full_refresh: bool = False) -> Decision:
     if i.policy is RefreshPolicy.FULL:
         return Decision(Path.BUILD, "refresh_policy 'full'")
     notices = _notices(i)
-    recreate = i.view.key not in i.catalog
+    recreate = i.view_missing
     reason = source_reason(i)
     if reason:
         return _rebuild(i, reason, notices)
@@ -135,7 +135,7 @@ def source_reason(i: Inspection) -> str:
 def _notices(i: Inspection) -> tuple[str, ...]:
     assert i.stored is not None
     notices = []
-    if i.view.key not in i.catalog:
+    if i.view_missing:
         notices.append("creating the view over its stored rows again")
     built_by = i.stored.properties.get(PROP_CLUSTER_BY, "")
     if built_by != ",".join(i.cluster_by):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from dbt_ivm import layout, render
@@ -70,17 +71,17 @@ class Moved:
     span: Span
     history: History | None  # its commits over the span (and some newer); None: more than MAX_APPEND_COMMITS
 
-    @property
+    @cached_property
     def appended(self) -> int | None:
         """Rows appended over the span when it only appended; else None (`history.appended_rows`)."""
         return None if self.history is None else appended_rows(self.history, self.span.first, self.span.pinned)
 
-    @property
+    @cached_property
     def changed(self) -> int | None:
         """Its change rows over the span, when its commits' metrics say (`history.changed_rows`)."""
         return None if self.history is None else changed_rows(self.history, self.span.first, self.span.pinned)
 
-    @property
+    @cached_property
     def replaced(self) -> str:
         """The commits over the span that replaced its rows wholesale, named; '' when none."""
         return "" if self.history is None else replaced(self.history, self.span.first, self.span.pinned)
@@ -118,6 +119,11 @@ class Inspection:
     @property
     def policy(self) -> RefreshPolicy:
         return self.model.policy
+
+    @property
+    def view_missing(self) -> bool:
+        """The view over the storage is not in the catalog (dropped, or never created)."""
+        return self.view.key not in self.catalog
 
     @property
     def mark(self) -> Watermark | None:

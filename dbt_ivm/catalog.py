@@ -15,8 +15,9 @@ from sqlglot import exp
 from dbt_ivm import render
 from dbt_ivm.errors import SourceError
 from dbt_ivm.history import changed_since
-from dbt_ivm.ir import TableName, ViewPlan
-from dbt_ivm.metadata import Watermark, latest_watermark
+from dbt_ivm.ir import TableName, Upstream, ViewPlan
+from dbt_ivm.metadata import PROP_FORMAT, Watermark, latest_watermark
+from dbt_ivm.upstream import parse_upstream
 
 BACKING_SUFFIX = "__ivm"
 # Commits of each source read when its version is pinned; they also tell a refresh whether
@@ -47,6 +48,15 @@ MEANING_SETTINGS = (
 )
 
 
+class FeedOff(SourceError):
+    """An upstream fast_mv's storage has no change data feed: the downstream turns it on (one
+    commit that keeps every row) and reads the upstream's changes from then on."""
+
+    def __init__(self, tables: tuple[TableName, ...]):
+        self.tables = tables
+        super().__init__(f"no change data feed on {', '.join(map(str, tables))}")
+
+
 class Database(Protocol):
     def execute(self, sql: str) -> None: ...
 
@@ -60,6 +70,7 @@ class SourceInfo:
     provider: str
     kind: str
     properties: dict[str, str]
+    view_text: str = ""  # a view's SELECT, as Spark keeps it
 
     @property
     def change_data_feed(self) -> bool:
@@ -110,6 +121,7 @@ def describe_source(db: Database, table: TableName) -> SourceInfo:
         provider=details.get("Provider", "").lower(),
         kind=details.get("Type", "").upper(),
         properties=parse_properties(details.get("Table Properties", "")),
+        view_text=details.get("View Text", ""),
     )
 
 
@@ -117,8 +129,9 @@ def check_source(info: SourceInfo) -> None:
     t = info.table
     if info.kind == "VIEW":
         raise SourceError(
-            f"source {t} is a view; fast_mv reads Delta change data feeds: "
-            f"select from the Delta tables behind it, or use materialized='table'"
+            f"source {t} is a view, and not a fast_mv's; fast_mv reads Delta change data feeds: if it is a "
+            f"dbt model, make it materialized='ephemeral' (dbt inlines it) or 'fast_mv'; else select from "
+            f"the Delta tables behind it, or use materialized='table'"
         )
     if info.provider != "delta":
         raise SourceError(
@@ -128,8 +141,35 @@ def check_source(info: SourceInfo) -> None:
     if not info.change_data_feed:
         raise SourceError(
             f"source {t} has no change data feed; run: ALTER TABLE {t.sql()} "
-            f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+            f"SET TBLPROPERTIES (delta.enableChangeDataFeed = true) (for a dbt model, set "
+            f"tblproperties: {{'delta.enableChangeDataFeed': 'true'}} in its config)"
         )
+
+
+def upstreams(db: Database, infos: Sequence[SourceInfo], check: bool = True) -> dict[str, Upstream]:
+    """The sources that are fast_mv views (`upstream.parse_upstream`), by key; `check`: each one's
+    storage is a fast_mv's Delta table (else a SourceError), and `FeedOff` names those whose
+    change data feed is off."""
+    found = {}
+    for info in infos:
+        upstream = parse_upstream(info.table, info.view_text) if info.kind == "VIEW" else None
+        if upstream is not None:
+            found[info.table.key] = upstream
+    if not check:
+        return found
+    off = []
+    for key, upstream in found.items():
+        storage = describe_source(db, upstream.storage)
+        if storage.provider != "delta" or PROP_FORMAT not in storage.properties:
+            raise SourceError(
+                f"source {key} reads {upstream.storage}, which is not a fast_mv's storage; "
+                "select from Delta tables or fast_mv models"
+            )
+        if not storage.change_data_feed:
+            off.append(upstream.storage)
+    if off:
+        raise FeedOff(tuple(off))
+    return found
 
 
 def recent_history(db: Database, table: TableName, rows: int = HISTORY_ROWS) -> list[dict[str, Any]]:

@@ -10,27 +10,39 @@ from sqlglot import TokenType, exp
 
 from dbt_ivm import verbatim
 from dbt_ivm.analyze import parse, source_references
-from dbt_ivm.ir import HIDDEN_PREFIX, TableName
+from dbt_ivm.ir import HIDDEN_PREFIX, TableName, Upstream
 from dbt_ivm.render import col, func, ident, lit, sql, temp_table
+from dbt_ivm.upstream import at_version
 
 
-def pin_versions(model_sql: str, versions: Mapping[str, int]) -> str:
+def pin_versions(model_sql: str, versions: Mapping[str, int], upstreams: Mapping[str, Upstream] | None = None) -> str:
     """The model's own SQL text, every read of a source pinned `VERSION AS OF` its version.
 
     Text is inserted after each source's name and nothing else changes (a trailing semicolon
     goes): the query is exactly the one dbt compiled, never sqlglot's rewrite of it, so the
-    consistency test can catch the engine.
+    consistency test can catch the engine. A source that is another fast_mv's view (`upstreams`)
+    is read as that view's own select over its storage at the version (`upstream.at_version`),
+    in the name's place and under the name's alias: each level of a chain is checked at the
+    versions it reflects.
     """
-    inserts: list[tuple[int, str]] = []
+    edits: list[tuple[int, int, str]] = []  # (start, end, text): text[start:end] replaced
     for table in source_references(parse(model_sql)):
         key = TableName(table.db or None, table.name, table.catalog or None).key
-        end = table.this.meta.get("end")
-        if key in versions and end is not None:
-            inserts.append((end + 1, f" VERSION AS OF {versions[key]}"))
-    inserts += [(t.start, "") for t in verbatim.DIALECT().tokenize(model_sql) if t.token_type == TokenType.SEMICOLON]
+        first = next(p for p in (table.args.get("catalog"), table.args.get("db"), table.this) if p)
+        start, end = first.meta.get("start"), table.this.meta.get("end")
+        if key not in versions or start is None or end is None:
+            continue
+        upstream = (upstreams or {}).get(key)
+        if upstream is None:
+            edits.append((end + 1, end + 1, f" VERSION AS OF {versions[key]}"))
+        else:
+            read = f"({sql(at_version(upstream, versions[key]))})"
+            edits.append((start, end + 1, read if table.alias else f"{read} AS {sql(ident(table.name))}"))
+    tokens = verbatim.DIALECT().tokenize(model_sql)
+    edits += [(t.start, t.start + 1, "") for t in tokens if t.token_type == TokenType.SEMICOLON]
     text = model_sql
-    for position, insert in sorted(inserts, reverse=True):
-        text = text[:position] + insert + (text[position + 1 :] if not insert else text[position:])
+    for start, end, insert in sorted(edits, reverse=True):
+        text = text[:start] + insert + text[end:]
     return text
 
 

@@ -31,12 +31,14 @@ from dbt_ivm.catalog import (
     recent_history,
     row_counts,
     session_settings,
+    upstreams,
 )
 from dbt_ivm.classes import ViewRules, rules_for
 from dbt_ivm.history import appended_rows, changed_rows, replaced, rows_after
-from dbt_ivm.ir import Span, TableName, ViewPlan
+from dbt_ivm.ir import Span, TableName, Upstream, ViewPlan
 from dbt_ivm.metadata import Watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
+from dbt_ivm.upstream import fingerprint, with_upstreams
 
 History = list[dict[str, Any]]  # DESCRIBE HISTORY rows, newest first
 
@@ -139,18 +141,21 @@ def inspect(db: Database, model: Model) -> Inspection:
     """Validate the sources and the model, pin every source's version, read the stored state."""
     tree = parse(model.sql)  # once: the sources and the plan are read from the same tree
     infos = [describe_source(db, t) for t in source_tables(tree)]
+    chained = upstreams(db, infos)  # raises `FeedOff` where an upstream's feed is off
     for info in infos:
-        check_source(info)
-    plan = analyze(tree, {i.table.key: i.columns for i in infos}, model.functions)
+        if info.table.key not in chained:
+            check_source(info)
+    plan = with_upstreams(analyze(tree, {i.table.key: i.columns for i in infos}, model.functions), chained)
     rules = rules_for(plan)
     types = output_types(db, plan)
     render.ensure_groupable(types)
     unique_key = render.output_columns(plan, model.unique_key, "unique_key")
     cluster_by = layout.cluster_columns(plan, model.cluster_by, rules.ranged_columns(plan, types), types)
-    catalog = catalog_entries(db, [*plan.tables, model.backing, model.view])
-    created = {t.key: catalog[t.key].created if t.key in catalog else "" for t in plan.tables}
+    versioned = plan.versioned
+    catalog = catalog_entries(db, [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view])
+    created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
     settings = session_settings(db)
-    histories = {t.key: recent_history(db, t) for t in plan.tables}
+    histories = {t.key: recent_history(db, versioned[t.key]) for t in plan.tables}
     pinned = {key: int(rows[0]["version"]) for key, rows in histories.items()}
     stored = read_stored(db, model.backing) if model.backing.key in catalog else None
     started = time.time()
@@ -174,6 +179,14 @@ def inspect(db: Database, model: Model) -> Inspection:
     )
 
 
+def _created(catalog: Mapping[str, CatalogEntry], table: TableName, upstream: Upstream | None) -> str:
+    """A source's creation time ('' where not shown); an upstream's is its storage's, with its
+    view's `fingerprint`: another view over the storage is another source too."""
+    key = upstream.storage.key if upstream else table.key
+    created = catalog[key].created if key in catalog else ""
+    return f"{created} ({fingerprint(upstream)})" if upstream else created
+
+
 def moved_sources(
     db: Database, plan: ViewPlan, pinned: Mapping[str, int], histories: Mapping[str, History], stored: Stored | None
 ) -> dict[str, Moved]:
@@ -185,7 +198,7 @@ def moved_sources(
         key = table.key
         if key in consumed and pinned[key] > consumed[key]:
             span = Span(consumed[key], pinned[key])
-            history = covering_history(db, table, span.first, span.pinned, histories[key])
+            history = covering_history(db, plan.versioned[key], span.first, span.pinned, histories[key])
             moved[key] = Moved(span, history)
     return moved
 

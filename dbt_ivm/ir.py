@@ -70,6 +70,16 @@ class TableName:
 
 
 @dataclass(frozen=True)
+class Upstream:
+    """A source that is another fast_mv's view: its rows are the view's select (`select`, the
+    text Spark keeps for the view) over the upstream's storage (`storage`), whose versions and
+    change feed a refresh reads in the view's place."""
+
+    storage: TableName
+    select: str
+
+
+@dataclass(frozen=True)
 class Source:
     """One occurrence of a table in the view: a self-join gives two."""
 
@@ -78,10 +88,16 @@ class Source:
     table: TableName
     columns: tuple[tuple[str, str], ...]  # the columns the view uses: (name, Spark type)
     side: Side = Side.PRESERVED
+    upstream: Upstream | None = None  # another fast_mv's view, read through its storage
 
     @property
     def rid(self) -> str:
         return rid_column(self.index)
+
+    @property
+    def versioned(self) -> TableName:
+        """The table whose versions and change feed stand for this source's: an upstream's storage."""
+        return self.upstream.storage if self.upstream else self.table
 
 
 @dataclass(frozen=True)
@@ -239,6 +255,11 @@ class ViewPlan:
         for s in self.sources:
             seen.setdefault(s.table.key, s.table)
         return tuple(seen.values())
+
+    @property
+    def versioned(self) -> dict[str, TableName]:
+        """Each source table's key -> the table whose versions stand for it (`Source.versioned`)."""
+        return {s.table.key: s.versioned for s in self.sources}
 
     @property
     def normalized_sql(self) -> str:

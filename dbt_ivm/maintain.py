@@ -27,6 +27,7 @@ from dbt_ivm.analyze import source_tables
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
     Database,
+    FeedOff,
     backing_table,
     describe_query,
     describe_source,
@@ -35,6 +36,7 @@ from dbt_ivm.catalog import (
     read_watermark,
     recent_history,
     table_exists,
+    upstreams,
     view_properties,
 )
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
@@ -95,8 +97,10 @@ class Maintainer:
         functions: Sequence[str] = (),
         refresh_policy: str | None = None,
         cluster_by: str | Sequence[str] | None = None,
+        change_feed: bool = False,
     ):
         self.db = db
+        self.change_feed = change_feed  # a fast_mv reads this one: its storage keeps a change data feed
         self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by)
         self.log = log
         self.run_id = uuid.uuid4().hex[:12]
@@ -125,16 +129,32 @@ class Maintainer:
         return found
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
-        i = self.inspect()
+        i = self._inspect_upstreams()
         decision = decide(i, full_refresh)
         for notice in decision.notices:
             self.log(f"fast_mv {self.view}: {notice}")
+        stored = i.stored
+        if self.change_feed and decision.path is not Path.BUILD and stored and not _feeds(stored.properties):
+            self.log(f"fast_mv {self.view}: turning on the change data feed of {self.backing}: a fast_mv reads it")
+            self.run(render.enable_change_feed(self.backing))
         try:
             return self._follow(i, decision)
         except LostHistory as e:  # nothing was written: a rebuild brings the view up to date
             if i.policy is RefreshPolicy.INCREMENTAL:
                 raise
             return self.build(i, e.reason)
+
+    def _inspect_upstreams(self) -> Inspection:
+        """`inspect`, turning on the change data feed of each upstream fast_mv's storage that has
+        none: one commit that keeps every row, after which this view reads the upstream's changes
+        (it builds at a version after it, so no change goes unread)."""
+        try:
+            return self.inspect()
+        except FeedOff as e:
+            for table in e.tables:
+                self.log(f"fast_mv {self.view}: turning on the change data feed of {table}, which this view reads")
+                self.run(render.enable_change_feed(table))
+            return self.inspect()
 
     def _follow(self, i: Inspection, decision: Decision) -> Outcome:
         if decision.path is Path.BUILD:
@@ -215,6 +235,7 @@ class Maintainer:
             PROP_FUNCTIONS: ",".join(i.plan.functions),
             PROP_CLUSTER_BY: ",".join(i.cluster_by),
             PROP_STATE: i.plan.hidden_names,
+            **({render.CHANGE_FEED: "true"} if self.change_feed or (i.stored and _feeds(i.stored.properties)) else {}),
         }
 
     # -- refresh ---------------------------------------------------------------------
@@ -396,6 +417,11 @@ class Maintainer:
         return next(r for r in rows if r.get("version") == committed.commit_version)
 
 
+def _feeds(properties: Mapping[str, str]) -> bool:
+    """The storage keeps a change data feed (a fast_mv reads it, or did)."""
+    return properties.get(render.CHANGE_FEED, "").lower() == "true"
+
+
 def _matched_several(commit: Mapping[str, Any]) -> bool:
     """A MERGE in which some source row matched more than one target row (from its metrics):
     every source row is either inserted or matches, so matches + inserts exceed the source rows."""
@@ -427,8 +453,9 @@ def materialize(
     functions: Sequence[str] = (),
     refresh_policy: str | None = None,
     cluster_by: str | Sequence[str] | None = None,
+    change_feed: bool = False,
 ) -> Outcome:
-    maintainer = Maintainer(db, view, sql, log, unique_key, functions, refresh_policy, cluster_by)
+    maintainer = Maintainer(db, view, sql, log, unique_key, functions, refresh_policy, cluster_by, change_feed)
     return maintainer.materialize(full_refresh)
 
 
@@ -463,10 +490,21 @@ def explain_view(db: Database, view: TableName) -> str:
 
     stored = stored_view(db, view)
     infos = [describe_source(db, t) for t in source_tables(stored.definition)]
-    consumed = ", ".join(f"{k} v{v}" for k, v in stored.mark.sources.items())
+    chained = upstreams(db, infos, check=False)
+    consumed = ", ".join(
+        f"{k} v{v}" + (f" (fast_mv: of its storage {chained[k].storage})" if k in chained else "")
+        for k, v in stored.mark.sources.items()
+    )
     schema = {i.table.key: i.columns for i in infos}
     storage = f"storage: sorted by ({', '.join(stored.cluster_by)}) at its last build\n" if stored.cluster_by else ""
     return f"view: {view} (consumed {consumed})\n{storage}" + explain(stored.definition, schema, stored.functions)
+
+
+def pinned_model_sql(db: Database, stored: StoredView) -> str:
+    """The model's own SQL on the source versions the view last consumed (`consistency.pin_versions`),
+    each upstream fast_mv read through its own view's select over its storage."""
+    infos = [describe_source(db, t) for t in source_tables(stored.definition)]
+    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(db, infos, check=False))
 
 
 def consistency_sql(db: Database, view: TableName) -> str:
@@ -474,4 +512,4 @@ def consistency_sql(db: Database, view: TableName) -> str:
     the source versions the view last consumed, differ."""
     stored = stored_view(db, view)
     columns, _ = parse_describe_extended(db.query(f"DESCRIBE TABLE {view.sql()}"))
-    return consistency.consistency_sql(view, consistency.pin_versions(stored.model_sql, stored.mark.sources), columns)
+    return consistency.consistency_sql(view, pinned_model_sql(db, stored), columns)

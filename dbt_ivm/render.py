@@ -17,12 +17,13 @@ from dbt_ivm.ir import (
     ViewPlan,
 )
 
+CHANGE_FEED = "delta.enableChangeDataFeed"
 BACKING_PROPERTIES = {
     # A refresh's MERGE touches a few rows of large files: mark them deleted, don't rewrite.
     "delta.enableDeletionVectors": "true",
     # A change feed of the view would make every MERGE write change files too; nothing reads it
     # (sessions may default it on for new tables, so say it).
-    "delta.enableChangeDataFeed": "false",
+    CHANGE_FEED: "false",
 }
 
 
@@ -84,6 +85,12 @@ def create_backing(backing: TableName, select: exp.Select, props: Mapping[str, s
         expression=select,
         properties=_properties({**BACKING_PROPERTIES, **props}),
     )
+
+
+def enable_change_feed(table: TableName) -> str:
+    """Turn on a table's change data feed: it records the changes of the commits after this one."""
+    properties = exp.Properties(expressions=[exp.Property(this=lit(CHANGE_FEED), value=lit("true"))])
+    return sql(exp.Alter(this=table.to_table(), kind="TABLE", actions=[exp.AlterSet(expressions=[properties])]))
 
 
 def create_view(view: TableName, select: exp.Select) -> exp.Create:

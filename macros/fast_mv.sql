@@ -5,12 +5,20 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
 
+  {#-- another fast_mv reads this one: its storage keeps a change data feed --#}
+  {%- set downstream = [] -%}
+  {%- for node in graph.nodes.values() if node.config.materialized == 'fast_mv'
+                                        and model.unique_id in node.depends_on.nodes -%}
+    {%- do downstream.append(node.unique_id) -%}
+  {%- endfor -%}
+
   {#-- validate, then build or refresh: one commit on the view's storage --#}
   {%- set result = adapter.fast_mv_materialize(this, sql, full_refresh=should_full_refresh(),
                                               unique_key=config.get('unique_key'),
                                               deterministic_functions=config.get('deterministic_functions'),
                                               refresh_policy=config.get('refresh_policy'),
-                                              cluster_by=config.get('cluster_by')) -%}
+                                              cluster_by=config.get('cluster_by'),
+                                              change_feed=(downstream | length > 0)) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}
 

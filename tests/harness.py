@@ -25,7 +25,7 @@ from typing import Any
 from dbt_ivm import consistency
 from dbt_ivm.catalog import backing_table
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, Outcome, StoredView, consistency_sql, stored_view
+from dbt_ivm.maintain import Maintainer, Outcome, StoredView, consistency_sql, pinned_model_sql, stored_view
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -171,8 +171,9 @@ class Harness:
             rows = self.random_rows(t, self.rng.choice([0, 3, 5, 8]))
             if rows:
                 self.insert(t, rows)
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            list(pool.map(self.materialize, self.family.views))
+        for level in levels(self.family.views):
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                list(pool.map(self.materialize, level))
 
     def random_row(self, t: Table) -> tuple:
         return tuple(self.fresh_id() if c == t.key else self.rng.choice(domain(k)) for c, k in t.columns)
@@ -279,9 +280,15 @@ class Harness:
         # The views refresh and are checked concurrently (one session, as dbt's threads share it):
         # the sources do not change meanwhile, and each view writes only its own storage.
         touched = {t.name for t in changed}
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            checks = list(pool.map(lambda v: self.check(v, bool(touched & sources(v))), self.family.views))
-        for v, (statements, diff) in zip(self.family.views, checks, strict=True):
+        views = self.family.views
+        tables = {v.name: reached(v, views) for v in views}
+        checks: dict[str, tuple[list[str], list[Any]]] = {}
+        for level in levels(views):  # a chain's levels in order, as dbt runs them; each level's views at once
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                found = list(pool.map(lambda v: self.check(v, bool(touched & tables[v.name])), level))
+            checks.update({v.name: c for v, c in zip(level, found, strict=True)})
+        for v in views:
+            statements, diff = checks[v.name]
             self.report.view_checks += 1
             if diff:
                 self.report.mismatches.append(Mismatch(number, v.name, [t.name for t in changed], diff, statements))
@@ -311,6 +318,7 @@ class Harness:
             unique_key=v.unique_key or None,
             cluster_by=v.cluster_by or None,
             refresh_policy="incremental",  # `auto` would rebuild views this small: the refresh is under test
+            change_feed=any(v.name in sources(w) for w in self.family.views),  # another view reads it
         )
         outcome = m.materialize()
         with self.lock:
@@ -351,7 +359,7 @@ class Harness:
         (the harness makes no change during a refresh, so that is also their current state). Both
         are read into Python and compared there: an oracle of its own, cheaper than the
         consistency test's query (`agree` checks that query against it)."""
-        model = self.spark.sql(consistency.pin_versions(stored.model_sql, stored.mark.sources))
+        model = self.spark.sql(pinned_model_sql(self.db, stored))
         floats = [i for i, f in enumerate(model.schema.fields) if f.dataType.typeName() in consistency.FLOAT_TYPES]
         return multiset_diff(self.sql(f"SELECT * FROM {view.sql()}"), model.collect(), floats)
 
@@ -398,8 +406,30 @@ class Harness:
 
 
 def sources(v: View) -> set[str]:
-    """The tables `v` reads."""
+    """The tables and views `v` reads."""
     return set(re.findall(r"\{db\}\.(\w+)", v.sql))
+
+
+def reached(v: View, views: tuple[View, ...]) -> set[str]:
+    """The tables `v` reads, directly or through the family's views it reads (a chain)."""
+    by_name = {w.name: w for w in views}
+    found = set()
+    for name in sources(v):
+        found |= reached(by_name[name], views) if name in by_name else {name}
+    return found
+
+
+def levels(views: tuple[View, ...]) -> list[list[View]]:
+    """The views in dbt's order: each level reads only tables and the levels before it."""
+    done: set[str] = set()
+    names = {v.name for v in views}
+    out = []
+    while len(done) < len(views):
+        level = [v for v in views if v.name not in done and (sources(v) & names) <= done]
+        assert level, "a cycle of views"
+        out.append(level)
+        done |= {v.name for v in level}
+    return out
 
 
 def multiset_diff(view: list[Any], model: list[Any], floats: list[int]) -> list[Any]:
@@ -712,6 +742,33 @@ LIMITS = Family(
     (
         _agg("l_grouped", "SELECT k, sum(m) AS sm, sum(n) AS sn, avg(n) AS an, count(*) AS c FROM {db}.x GROUP BY k"),
         _agg("l_global", "SELECT count(m) AS c, sum(m) AS sm, max(m) AS hi, avg(n) AS an FROM {db}.x WHERE k > 0"),
+    ),
+)
+
+
+# Chains: fast_mv views over fast_mv views (`dbt_ivm.upstream`), refreshed level by level as dbt
+# runs them, every level compared with its own SQL: a filter under a join under an aggregate; an
+# outer join in the middle with an aggregate on top; a diamond (a join of two views over the
+# same source); an aggregate feeding a join; DISTINCT and HAVING levels.
+CP = Table("cp", (("k", "int"), ("g", "string"), ("m", "decimal(10,2)")))
+CQ = Table("cq", (("k", "int"), ("w", "string")))
+CR = Table("cr", (("w", "string"), ("z", "int")))
+CHAINS = Family(
+    "chains",
+    (CP, CQ, CR),
+    (
+        View("c_stg", "SELECT k, g, m FROM {db}.cp WHERE k IS NULL OR k <> 3"),
+        View("c_join", "SELECT s.k, s.g, s.m, q.w FROM {db}.c_stg s JOIN {db}.cq q ON s.k = q.k"),
+        _agg("c_agg", "SELECT w, count(*) AS n, sum(m) AS sm, min(g) AS lo FROM {db}.c_join GROUP BY w"),
+        View("c_outer", "SELECT q.k, q.w, s.g, s.m FROM {db}.cq q LEFT JOIN {db}.c_stg s ON q.k = s.k"),
+        _agg("c_outer_agg", "SELECT w, count(g) AS ng, count(*) AS n, max(m) AS hi FROM {db}.c_outer GROUP BY w"),
+        View("c_diamond", "SELECT j.w, s.g, s.m FROM {db}.c_join j JOIN {db}.c_stg s ON j.k = s.k AND j.g = s.g"),
+        View("c_agg_join", "SELECT r.z, a.w, a.n, a.sm FROM {db}.c_agg a JOIN {db}.cr r ON a.w = r.w"),
+        _agg("c_distinct", "SELECT DISTINCT g, k FROM {db}.cp"),
+        _agg("c_distinct_count", "SELECT g, count(*) AS n, sum(k) AS sk FROM {db}.c_distinct GROUP BY g"),
+        _agg("c_having", "SELECT g, sum(k) AS s, count(*) AS n FROM {db}.cp GROUP BY g HAVING count(*) > 1"),
+        View("c_having_join", "SELECT h.g, h.s, q.w FROM {db}.c_having h LEFT JOIN {db}.cq q ON h.s = q.k"),
+        _agg("c_global", "SELECT count(*) AS n, sum(sm) AS total FROM {db}.c_agg"),
     ),
 )
 

@@ -14,6 +14,7 @@ from dbt_ivm.classes.rules import Stage
 from dbt_ivm.classes.terms import terms_for
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source, Span, ViewPlan
 from dbt_ivm.render import UNGROUPABLE, col, func, ident, lit
+from dbt_ivm.upstream import read_feed
 
 SIGN_COLUMN = f"{HIDDEN_PREFIX}sign"
 
@@ -38,7 +39,7 @@ def change_select(source: Source, start: int, end: int) -> exp.Select:
     grouping would change (`normalized_when_grouped`) is grouped by its text, which tells
     -0.0 from 0.0 and keeps a map's order and NULLs, and carried through as one of its values.
     """
-    feed = exp.Table(this=func("table_changes", lit(source.table.sql()), lit(start), lit(end)))
+    feed = read_feed(source, start, end)
     sign = exp.If(
         this=exp.In(this=col("_change_type"), expressions=[lit(t) for t in INSERT_TYPES]),
         true=lit(1),

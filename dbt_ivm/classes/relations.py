@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, RID_COLUMN, Source
 from dbt_ivm.render import col, func, ident, lit
+from dbt_ivm.upstream import read_at
 
 # changed occurrence -> the alias of another occurrence in its term -> filters on that occurrence
 Narrowing = Mapping[int, Mapping[str, Sequence[exp.Expr]]]
@@ -52,9 +53,8 @@ def source_columns(source: Source) -> list[exp.Expr]:
 
 
 def snapshot_relation(source: Source, version: int, with_rid: bool = True, where: Sequence[exp.Expr] = ()) -> exp.Expr:
-    """`(SELECT used columns, rid FROM t VERSION AS OF v [WHERE where]) AS alias`."""
-    table = source.table.to_table()
-    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
+    """`(SELECT used columns, rid FROM t VERSION AS OF v [WHERE where]) AS alias` (`upstream.read_at`)."""
+    table = read_at(source, version)
     select = exp.select(*source_columns(source)).from_(table)
     if not source.columns:
         select = exp.select(lit(1).as_(ident(f"{HIDDEN_PREFIX}one"))).from_(table)

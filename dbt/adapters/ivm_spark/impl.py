@@ -75,6 +75,7 @@ class IvmSparkAdapter(SparkAdapter):
         deterministic_functions: Any = None,
         refresh_policy: Any = None,
         cluster_by: Any = None,
+        change_feed: bool = False,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -84,6 +85,8 @@ class IvmSparkAdapter(SparkAdapter):
         (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
         `cluster_by` (the model config): output columns the stored rows are laid out by, so a
         refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
+        `change_feed`: another fast_mv reads this one (the dbt graph says so), so its storage keeps
+        a change data feed.
         """
         functions = (
             [deterministic_functions]
@@ -101,6 +104,7 @@ class IvmSparkAdapter(SparkAdapter):
                 functions=functions,
                 refresh_policy=refresh_policy,
                 cluster_by=cluster_by,
+                change_feed=bool(change_feed),
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -106,7 +106,7 @@ class TestChains:
         msgs = _run("-s", "stg_orders", "customer_orders", "region_totals", "top_regions")
         assert REFRESHED.match(msgs["stg_orders"]) and msgs["top_regions"].startswith("no"), msgs
 
-    def test_an_upstream_rebuilt_is_read_whole_or_rebuilds_the_downstream(self, project, spark):
+    def test_an_upstream_rebuilt_is_read_whole_or_rebuilds_the_downstream(self, project, spark, capsys):
         schema = project.test_schema
         spark.sql(f"INSERT INTO {schema}.orders VALUES (50, 12, 500.0, 'open')")
         assert _run("-s", "stg_orders", "--full-refresh")["stg_orders"].startswith("built")
@@ -120,3 +120,7 @@ class TestChains:
         assert messages(results)["customer_orders"].startswith("built"), log
         assert "a source was replaced" in log and "stg_orders" in log, log
         assert_tests_pass(len(CHAIN) + 1)
+        capsys.readouterr()
+        run_dbt(["run-operation", "fast_mv_explain", "--args", "{model: customer_orders}"])
+        out = capsys.readouterr().out
+        assert f"{schema}.stg_orders v" in out and f"(fast_mv: of its storage {schema}.stg_orders__ivm)" in out, out

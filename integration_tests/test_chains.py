@@ -124,3 +124,51 @@ class TestChains:
         run_dbt(["run-operation", "fast_mv_explain", "--args", "{model: customer_orders}"])
         out = capsys.readouterr().out
         assert f"{schema}.stg_orders v" in out and f"(fast_mv: of its storage {schema}.stg_orders__ivm)" in out, out
+
+
+REGIONS_CSV = "region_id,region_name\n1,north\n2,south\n3,east\n"
+SEED_PROPERTIES = """
+seeds:
+  test:
+    +file_format: delta
+    +post-hook: "alter table {{ this }} set tblproperties (delta.enableChangeDataFeed = true)"
+"""
+BY_REGION = (
+    "select r.region_name, o.order_id, o.amount from {orders} o "
+    "join {{{{ ref('region_seed') }}}} r on o.customer_id % 4 = r.region_id"
+)
+
+
+@pytest.mark.usefixtures("shop_sources")
+class TestSeedUpstream:
+    """A seed is a Delta table `dbt seed` drops and creates again: its history is gone."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"region_seed.csv": REGIONS_CSV}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        import yaml
+
+        return yaml.safe_load(SEED_PROPERTIES)
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "by_region.sql": model(BY_REGION, POLICY),
+            "sources.yml": SOURCES_YML,
+            "schema.yml": consistent_schema_yml("by_region"),
+        }
+
+    def test_a_seed_seeded_again_rebuilds_the_downstream_under_auto(self, project, spark):
+        run_dbt(["seed"])
+        assert _run()["by_region"].startswith("built")
+        csv = REGIONS_CSV.replace("2,south", "2,southwest") + "0,central\n"
+        write_file(csv, project.project_root, "seeds", "region_seed.csv")
+        run_dbt(["seed"])  # drops the table and creates it again: its change history is gone
+        _, log = run_dbt_and_capture(["run"], expect_pass=False)
+        assert "region_seed was dropped and created again" in log and "--full-refresh" in log, log
+        results, log = run_dbt_and_capture(["run", "--vars", "{policy: auto}"])
+        assert messages(results)["by_region"].startswith("built"), log
+        assert_tests_pass(1)

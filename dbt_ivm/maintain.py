@@ -22,8 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqlglot import exp
+
 from dbt_ivm import consistency, layout, render
-from dbt_ivm.analyze import source_tables
+from dbt_ivm.analyze import parse, source_tables
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
     Database,
@@ -40,6 +42,7 @@ from dbt_ivm.catalog import (
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
 from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
+from dbt_ivm.empty import unlimited
 from dbt_ivm.errors import LostHistory, StateError
 from dbt_ivm.history import metric
 from dbt_ivm.inspection import Inspection, Model, inspect
@@ -60,6 +63,7 @@ from dbt_ivm.metadata import (
     latest_watermark,
 )
 from dbt_ivm.policy import Choice, RefreshPolicy
+from dbt_ivm.storage import Storage, layout_properties, table_properties
 
 # Appended change rows up to this many are broadcast to the joins (an unstaged feed has no size).
 BROADCAST_ROWS = 100_000
@@ -95,9 +99,11 @@ class Maintainer:
         functions: Sequence[str] = (),
         refresh_policy: str | None = None,
         cluster_by: str | Sequence[str] | None = None,
+        storage: Storage | None = None,
     ):
         self.db = db
         self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by)
+        self.storage = storage or Storage()  # file_format, tblproperties, partition_by, liquid_clustered_by
         self.log = log
         self.run_id = uuid.uuid4().hex[:12]
         self.statements: list[str] = []  # every statement this run executed, in order
@@ -126,6 +132,7 @@ class Maintainer:
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
         i = self.inspect()
+        self._layout(i)  # a bad partition_by fails every run, not only the next build
         decision = decide(i, full_refresh)
         for notice in decision.notices:
             self.log(f"fast_mv {self.view}: {notice}")
@@ -135,6 +142,24 @@ class Maintainer:
             if i.policy is RefreshPolicy.INCREMENTAL:
                 raise
             return self.build(i, e.reason)
+
+    def materialize_empty(self, limited_sql: str) -> Outcome:
+        """`dbt run --empty`, whose `limited_sql` reads every source as no rows (`empty`): the model
+        (`self.model.sql`, the limits taken out) is validated as a build validates it, and a view
+        built before, or a table of an earlier materialization, is left as it is. A view never
+        built becomes a plain view of `limited_sql`: the model's columns, no rows, no storage, so
+        the next run builds it."""
+        i = self.inspect()
+        self._layout(i)
+        found = i.catalog.get(self.view.key)
+        if i.stored is not None or (found is not None and found.kind != "VIEW"):
+            what = "its built storage" if i.stored is not None else "the table of an earlier materialization"
+            self.log(f"fast_mv {self.view}: --empty: nothing written, {what} is left as it is")
+            return self._outcome(i, Action.NO_CHANGES, f"skipped (--empty): {what} is left as it is")
+        rows = parse(limited_sql)
+        assert isinstance(rows, exp.Query)  # `parse` returns a query or raises
+        self.run(render.sql(render.create_view(self.view, rows)))
+        return self._outcome(i, Action.BUILT, "built empty (--empty): the next run builds it")
 
     def _follow(self, i: Inspection, decision: Decision) -> Outcome:
         if decision.path is Path.BUILD:
@@ -189,7 +214,8 @@ class Maintainer:
         view = i.rules.user_view(i.plan, self.backing, self._describe)
         types = layout.stored_types(i.plan, i.output_types)
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned), i.cluster_by, types)
-        create = render.create_backing(self.backing, rows.select, self._properties(i))
+        props = table_properties(self.storage, self._properties(i))
+        create = render.create_backing(self.backing, rows.select, props, self._layout(i))
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
             self._write(render.sql(create), i)
@@ -201,6 +227,10 @@ class Maintainer:
         self.run(render.sql(render.create_view(self.view, view)))
         self.view_created = True
         return self._outcome(i, Action.BUILT, f"built at {_versions(i.pinned)}")
+
+    def _layout(self, i: Inspection) -> list[exp.Expr]:
+        """The storage's PARTITIONED BY or CLUSTER BY, over the columns a build stores."""
+        return layout_properties(self.storage, i.plan, i.rules.build_select(i.plan, i.pinned).named_selects)
 
     def _properties(self, i: Inspection) -> dict[str, str]:
         """What a build records on the storage (`metadata.PROP_*`)."""
@@ -427,9 +457,13 @@ def materialize(
     functions: Sequence[str] = (),
     refresh_policy: str | None = None,
     cluster_by: str | Sequence[str] | None = None,
+    storage: Storage | None = None,
+    empty: bool = False,
 ) -> Outcome:
-    maintainer = Maintainer(db, view, sql, log, unique_key, functions, refresh_policy, cluster_by)
-    return maintainer.materialize(full_refresh)
+    """Build or refresh the view; `empty`: dbt's --empty (see `Maintainer.materialize_empty`)."""
+    model_sql = unlimited(sql) if empty else sql
+    maintainer = Maintainer(db, view, model_sql, log, unique_key, functions, refresh_policy, cluster_by, storage)
+    return maintainer.materialize_empty(sql) if empty else maintainer.materialize(full_refresh)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt_ivm import maintain
 from dbt_ivm.errors import ConfigError, IvmError, SourceError, UnsupportedView
 from dbt_ivm.ir import TableName
+from dbt_ivm.storage import Storage
 
 logger = AdapterLogger("ivm_spark")
 
@@ -75,6 +76,8 @@ class IvmSparkAdapter(SparkAdapter):
         deterministic_functions: Any = None,
         refresh_policy: Any = None,
         cluster_by: Any = None,
+        storage: Any = None,
+        empty: Any = False,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -84,6 +87,9 @@ class IvmSparkAdapter(SparkAdapter):
         (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
         `cluster_by` (the model config): output columns the stored rows are laid out by, so a
         refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
+        `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
+        `tblproperties`, `partition_by`, `liquid_clustered_by`; see `dbt_ivm.storage`).
+        `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
         """
         functions = (
             [deterministic_functions]
@@ -91,6 +97,7 @@ class IvmSparkAdapter(SparkAdapter):
             else (list(deterministic_functions or []))
         )
         try:
+            configs = Storage(**(storage or {}))
             outcome = maintain.materialize(
                 _ConnectionDatabase(self),
                 _table(relation),
@@ -101,6 +108,8 @@ class IvmSparkAdapter(SparkAdapter):
                 functions=functions,
                 refresh_policy=refresh_policy,
                 cluster_by=cluster_by,
+                storage=configs,
+                empty=bool(empty),
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -1,9 +1,9 @@
 """dbt configs on fast_mv: `dbt run --empty`, the storage configs dbt-spark users write
 (`file_format`, `tblproperties`, `partition_by`, `liquid_clustered_by`) and `full_refresh: false`.
 
-One project, five dbt invocations: `--empty` first (never-built views come out empty, bad configs
-fail), a normal run builds, `--full-refresh` (a refresh where `full_refresh: false`), `--empty`
-over built views, `dbt test`.
+One project, five dbt invocations: `dbt build --empty` first (never-built views come out empty,
+bad configs fail, `fast_mv_consistent` passes), a normal run builds, `--full-refresh` (a refresh
+where `full_refresh: false`), `--empty` over built views, `dbt test`.
 """
 
 from __future__ import annotations
@@ -72,9 +72,13 @@ class TestFastMvConfigs:
         schema = project.test_schema
         good = list(self.GOOD)
 
-        # --empty: each good model becomes a view with its columns and no rows, and no storage;
-        # each bad config fails, named, as the normal run would
-        results = run_dbt(["run", "--empty"], expect_pass=False)
+        # --empty: each good model becomes a view with its columns and no rows, and no storage, and
+        # its test passes; each bad config fails, named, as the normal run would
+        results = run_dbt(["build", "--empty"], expect_pass=False)
+        tests = [r for r in results if r.node.resource_type == "test"]
+        assert len(tests) == len(good), [r.node.name for r in tests]
+        assert all(r.status == "pass" for r in tests), [(r.node.name, r.status, r.message) for r in tests]
+        results = [r for r in results if r.node.resource_type == "model"]
         msgs = messages(results)
         for name in good:
             assert msgs[name] == "built empty (--empty): the next run builds it", msgs

@@ -64,9 +64,20 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def table_properties(storage: Storage, own: Mapping[str, str]) -> dict[str, str]:
-    """The user's `tblproperties` with fast_mv's `own` (which `user_properties` keeps apart)."""
-    return {**user_properties(storage.tblproperties), **own}
+def table_properties(
+    storage: Storage, own: Mapping[str, str], needed: Mapping[str, str] | None = None, why: str = ""
+) -> dict[str, str]:
+    """The user's `tblproperties` with fast_mv's `own` (which `user_properties` keeps apart), and
+    the properties a reader of the storage relies on (`needed`, because `why`: e.g. its change
+    data feed for a fast_mv over this one); a user value that differs from one fails, naming both."""
+    user = user_properties(storage.tblproperties)
+    for key, value in (needed or {}).items():
+        if key in user and user[key].lower() != value.lower():
+            raise ConfigError(
+                f"tblproperties {key!r} = {user[key]!r} conflicts with {key} = {value!r}, which fast_mv sets "
+                f"on this storage because {why or 'its refresh needs it'}; drop {key!r} from tblproperties"
+            )
+    return {**user, **(needed or {}), **own}
 
 
 def layout_properties(storage: Storage, plan: ViewPlan, stored: Sequence[str]) -> list[exp.Expr]:

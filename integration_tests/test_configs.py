@@ -3,7 +3,8 @@
 
 One project, five dbt invocations: `dbt build --empty` first (never-built views come out empty,
 bad configs fail, `fast_mv_consistent` passes), a normal run builds, `--full-refresh` (a refresh
-where `full_refresh: false`), `--empty` over built views, `dbt test`.
+where `full_refresh: false`), `--empty` over built views, and `dbt build` (a refresh of each, then
+its test).
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ class TestFastMvConfigs:
             "tblproperties={'team.owner': 'data', 'delta.enableDeletionVectors': 'false'}",
         ),
         "parted_mv": model(ITEM_MV, "partition_by='name', tblproperties={'team.owner': 'parted'}"),
-        "liquid_mv": model(ITEM_MV, "liquid_clustered_by=['item_id'], cluster_by='item_id'"),
+        "liquid_mv": model(
+            ITEM_MV, "liquid_clustered_by=['item_id'], cluster_by='item_id', tblproperties={'team.owner': 'liquid'}"
+        ),
     }
     BAD: ClassVar[dict[str, str]] = {
         "bad_format": model(ITEM_MV, "file_format='parquet'"),
@@ -109,6 +112,7 @@ class TestFastMvConfigs:
         assert msgs["parted_mv"].startswith("built at ") and msgs["liquid_mv"].startswith("built at "), msgs
         assert properties(spark, f"{schema}.props_mv__ivm")["team.owner"] == "data"
         assert properties(spark, f"{schema}.parted_mv__ivm")["team.owner"] == "parted"
+        assert properties(spark, f"{schema}.liquid_mv__ivm")["team.owner"] == "liquid"
         assert detail(spark, f"{schema}.parted_mv__ivm")["partitionColumns"] == ["name"]
         assert detail(spark, f"{schema}.liquid_mv__ivm")["clusteringColumns"] == ["item_id"]
 
@@ -117,8 +121,16 @@ class TestFastMvConfigs:
         msgs = messages(run_dbt(["run", "--empty", "--select", *good]))
         assert all(msgs[n] == "skipped (--empty): its built storage is left as it is" for n in good), msgs
         assert {n: detail(spark, f"{schema}.{n}__ivm")["lastModified"] for n in good} == stored
-        results = run_dbt(["test"])
-        assert len(results) == len(good) and all(r.status == "pass" for r in results), results
+
+        # a refresh of each storage (partitioned, liquid-clustered), then the tests
+        spark.sql(f"INSERT INTO {schema}.items VALUES (7, 'sloe', 2.5), (8, 'pear', 8.0)")
+        spark.sql(f"UPDATE {schema}.items SET name = 'fig', price = 3.5 WHERE item_id = 5")
+        spark.sql(f"DELETE FROM {schema}.items WHERE item_id = 3")
+        results = run_dbt(["build", "--select", *good])
+        msgs = messages(r for r in results if r.node.resource_type == "model")
+        assert all(msgs[n].startswith("refreshed: ") for n in good), msgs
+        assert [r.status for r in results if r.node.resource_type == "test"] == ["pass"] * len(good)
+        assert detail(spark, f"{schema}.parted_mv__ivm")["partitionColumns"] == ["name"]
         for name in good:
             expected = sorted(map(tuple, spark.sql(recompute(ITEM_MV, schema)).collect()), key=repr)
             assert sorted(map(tuple, spark.table(f"{schema}.{name}").collect()), key=repr) == expected

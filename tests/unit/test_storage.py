@@ -26,6 +26,16 @@ def test_tblproperties_merge_under_fast_mvs_own_and_may_not_name_them():
     own = {"dbt_ivm.format": "3"}
     assert table_properties(storage, own) == {"delta.enableChangeDataFeed": "true", "owner.team": "7", **own}
     assert table_properties(Storage(), own) == own
+    feed = {"delta.enableChangeDataFeed": "true"}
+    assert table_properties(storage, own, feed, "a fast_mv reads its feed")["delta.enableChangeDataFeed"] == "true"
+    with pytest.raises(
+        ConfigError,
+        match=r"^tblproperties 'delta.enableChangeDataFeed' = 'false' conflicts with delta.enableChangeDataFeed = "
+        r"'true', which fast_mv sets on this storage because db.w reads its change feed; drop",
+    ):
+        table_properties(
+            Storage(tblproperties={"delta.enableChangeDataFeed": False}), own, feed, "db.w reads its change feed"
+        )
     with pytest.raises(ConfigError, match=r"^tblproperties 'DBT_IVM.definition': fast_mv records .* dbt_ivm\.\*"):
         Storage(tblproperties={"a": "1", "DBT_IVM.definition": "x"})
     with pytest.raises(ConfigError, match="tblproperties must be a mapping"):

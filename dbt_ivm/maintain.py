@@ -22,8 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqlglot import exp
+
 from dbt_ivm import consistency, layout, render
-from dbt_ivm.analyze import source_tables
+from dbt_ivm.analyze import parse, source_tables
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
     Database,
@@ -42,6 +44,7 @@ from dbt_ivm.catalog import (
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
 from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
+from dbt_ivm.empty import unlimited
 from dbt_ivm.errors import LostHistory, StateError
 from dbt_ivm.history import metric
 from dbt_ivm.inspection import Inspection, Model, inspect
@@ -62,6 +65,7 @@ from dbt_ivm.metadata import (
     latest_watermark,
 )
 from dbt_ivm.policy import Choice, RefreshPolicy
+from dbt_ivm.storage import Storage, layout_properties, table_properties
 
 # Appended change rows up to this many are broadcast to the joins (an unstaged feed has no size).
 BROADCAST_ROWS = 100_000
@@ -98,10 +102,12 @@ class Maintainer:
         refresh_policy: str | None = None,
         cluster_by: str | Sequence[str] | None = None,
         change_feed: bool = False,
+        storage: Storage | None = None,
     ):
         self.db = db
         self.change_feed = change_feed  # a fast_mv reads this one: its storage keeps a change data feed
         self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by)
+        self.storage = storage or Storage()  # file_format, tblproperties, partition_by, liquid_clustered_by
         self.log = log
         self.run_id = uuid.uuid4().hex[:12]
         self.statements: list[str] = []  # every statement this run executed, in order
@@ -130,6 +136,7 @@ class Maintainer:
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
         i = self._inspect_upstreams()
+        self._layout(i)  # a bad partition_by fails every run, not only the next build
         decision = decide(i, full_refresh)
         for notice in decision.notices:
             self.log(f"fast_mv {self.view}: {notice}")
@@ -155,6 +162,24 @@ class Maintainer:
                 self.log(f"fast_mv {self.view}: turning on the change data feed of {table}, which this view reads")
                 self.run(render.enable_change_feed(table))
             return self.inspect()
+
+    def materialize_empty(self, limited_sql: str) -> Outcome:
+        """`dbt run --empty`, whose `limited_sql` reads every source as no rows (`empty`): the model
+        (`self.model.sql`, the limits taken out) is validated as a build validates it, and a view
+        built before, or a table of an earlier materialization, is left as it is. A view never
+        built becomes a plain view of `limited_sql`: the model's columns, no rows, no storage, so
+        the next run builds it."""
+        i = self.inspect()
+        self._layout(i)
+        found = i.catalog.get(self.view.key)
+        if i.stored is not None or (found is not None and found.kind != "VIEW"):
+            what = "its built storage" if i.stored is not None else "the table of an earlier materialization"
+            self.log(f"fast_mv {self.view}: --empty: nothing written, {what} is left as it is")
+            return self._outcome(i, Action.NO_CHANGES, f"skipped (--empty): {what} is left as it is")
+        rows = parse(limited_sql)
+        assert isinstance(rows, exp.Query)  # `parse` returns a query or raises
+        self.run(render.sql(render.create_view(self.view, rows)))
+        return self._outcome(i, Action.BUILT, "built empty (--empty): the next run builds it")
 
     def _follow(self, i: Inspection, decision: Decision) -> Outcome:
         if decision.path is Path.BUILD:
@@ -209,7 +234,8 @@ class Maintainer:
         view = i.rules.user_view(i.plan, self.backing, self._describe)
         types = layout.stored_types(i.plan, i.output_types)
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned), i.cluster_by, types)
-        create = render.create_backing(self.backing, rows.select, self._properties(i))
+        props = table_properties(self.storage, self._properties(i), *self._feed(i))
+        create = render.create_backing(self.backing, rows.select, props, self._layout(i))
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
             self._write(render.sql(create), i)
@@ -221,6 +247,10 @@ class Maintainer:
         self.run(render.sql(render.create_view(self.view, view)))
         self.view_created = True
         return self._outcome(i, Action.BUILT, f"built at {_versions(i.pinned)}")
+
+    def _layout(self, i: Inspection) -> list[exp.Expr]:
+        """The storage's PARTITIONED BY or CLUSTER BY, over the columns a build stores."""
+        return layout_properties(self.storage, i.plan, i.rules.build_select(i.plan, i.pinned).named_selects)
 
     def _properties(self, i: Inspection) -> dict[str, str]:
         """What a build records on the storage (`metadata.PROP_*`)."""
@@ -235,8 +265,18 @@ class Maintainer:
             PROP_FUNCTIONS: ",".join(i.plan.functions),
             PROP_CLUSTER_BY: ",".join(i.cluster_by),
             PROP_STATE: i.plan.hidden_names,
-            **({render.CHANGE_FEED: "true"} if self.change_feed or (i.stored and _feeds(i.stored.properties)) else {}),
         }
+
+    def _feed(self, i: Inspection) -> tuple[dict[str, str], str]:
+        """The change data feed a build keeps on, and why: a fast_mv reads this one (the dbt graph
+        says so), or its storage had it on (a reader may not be in this run's graph)."""
+        if self.change_feed:
+            return {render.CHANGE_FEED: "true"}, "another fast_mv model reads this one"
+        if i.stored is not None and _feeds(i.stored.properties):
+            return {
+                render.CHANGE_FEED: "true"
+            }, "its storage keeps a change data feed for the fast_mv models that read it"
+        return {}, ""
 
     # -- refresh ---------------------------------------------------------------------
 
@@ -453,10 +493,16 @@ def materialize(
     functions: Sequence[str] = (),
     refresh_policy: str | None = None,
     cluster_by: str | Sequence[str] | None = None,
+    storage: Storage | None = None,
+    empty: bool = False,
     change_feed: bool = False,
 ) -> Outcome:
-    maintainer = Maintainer(db, view, sql, log, unique_key, functions, refresh_policy, cluster_by, change_feed)
-    return maintainer.materialize(full_refresh)
+    """Build or refresh the view; `empty`: dbt's --empty (see `Maintainer.materialize_empty`)."""
+    model_sql = unlimited(sql) if empty else sql
+    maintainer = Maintainer(
+        db, view, model_sql, log, unique_key, functions, refresh_policy, cluster_by, change_feed, storage
+    )
+    return maintainer.materialize_empty(sql) if empty else maintainer.materialize(full_refresh)
 
 
 @dataclass(frozen=True)

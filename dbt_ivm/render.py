@@ -6,7 +6,7 @@ Every identifier goes through sqlglot, so quoting is never string work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
@@ -70,20 +70,24 @@ def ensure_groupable(output_types: Mapping[str, str]) -> None:
             )
 
 
-def _properties(props: Mapping[str, str]) -> exp.Properties:
+def _properties(props: Mapping[str, str], layout: Sequence[exp.Expr]) -> exp.Properties:
     return exp.Properties(
-        expressions=[exp.FileFormatProperty(this=exp.var("DELTA"))]
+        expressions=[exp.FileFormatProperty(this=exp.var("DELTA")), *layout]
         + [exp.Property(this=lit(k), value=lit(v)) for k, v in props.items()]
     )
 
 
-def create_backing(backing: TableName, select: exp.Select, props: Mapping[str, str]) -> exp.Create:
+def create_backing(
+    backing: TableName, select: exp.Select, props: Mapping[str, str], layout: Sequence[exp.Expr] = ()
+) -> exp.Create:
+    """The storage's CREATE OR REPLACE: `BACKING_PROPERTIES` under `props`, and `layout` (its
+    PARTITIONED BY or CLUSTER BY, see `storage`)."""
     return exp.Create(
         this=backing.to_table(),
         kind="TABLE",
         replace=True,
         expression=select,
-        properties=_properties({**BACKING_PROPERTIES, **props}),
+        properties=_properties({**BACKING_PROPERTIES, **props}, layout),
     )
 
 
@@ -93,7 +97,7 @@ def enable_change_feed(table: TableName) -> str:
     return sql(exp.Alter(this=table.to_table(), kind="TABLE", actions=[exp.AlterSet(expressions=[properties])]))
 
 
-def create_view(view: TableName, select: exp.Select) -> exp.Create:
+def create_view(view: TableName, select: exp.Query) -> exp.Create:
     return exp.Create(this=view.to_table(), kind="VIEW", replace=True, expression=select)
 
 

@@ -18,6 +18,11 @@
                                               deterministic_functions=config.get('deterministic_functions'),
                                               refresh_policy=config.get('refresh_policy'),
                                               cluster_by=config.get('cluster_by'),
+                                              storage={'file_format': config.get('file_format'),
+                                                       'tblproperties': config.get('tblproperties'),
+                                                       'partition_by': config.get('partition_by'),
+                                                       'liquid_clustered_by': config.get('liquid_clustered_by')},
+                                              empty=flags.EMPTY,
                                               change_feed=(downstream | length > 0)) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}

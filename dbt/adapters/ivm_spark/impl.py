@@ -21,6 +21,7 @@ from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt_ivm import maintain
 from dbt_ivm.errors import ConfigError, IvmError, SourceError, UnsupportedView
 from dbt_ivm.ir import TableName
+from dbt_ivm.storage import Storage
 
 logger = AdapterLogger("ivm_spark")
 
@@ -76,6 +77,8 @@ class IvmSparkAdapter(SparkAdapter):
         refresh_policy: Any = None,
         cluster_by: Any = None,
         change_feed: bool = False,
+        storage: Any = None,
+        empty: Any = False,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -87,6 +90,9 @@ class IvmSparkAdapter(SparkAdapter):
         refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
         `change_feed`: another fast_mv reads this one (the dbt graph says so), so its storage keeps
         a change data feed.
+        `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
+        `tblproperties`, `partition_by`, `liquid_clustered_by`; see `dbt_ivm.storage`).
+        `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
         """
         functions = (
             [deterministic_functions]
@@ -94,6 +100,7 @@ class IvmSparkAdapter(SparkAdapter):
             else (list(deterministic_functions or []))
         )
         try:
+            configs = Storage(**(storage or {}))
             outcome = maintain.materialize(
                 _ConnectionDatabase(self),
                 _table(relation),
@@ -105,6 +112,8 @@ class IvmSparkAdapter(SparkAdapter):
                 refresh_policy=refresh_policy,
                 cluster_by=cluster_by,
                 change_feed=bool(change_feed),
+                storage=configs,
+                empty=bool(empty),
             )
         except IvmError as e:
             raise _dbt_error(e) from e

@@ -1,0 +1,49 @@
+"""A local Spark Thrift Server for the functional tests (`scripts/thrift_server.sh`), and dbt's profile
+for dbt-spark's `thrift` method over it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "thrift_server.sh"
+
+# dbt-spark polls a running statement every `poll_interval` seconds, an integer (default 5): a
+# statement still running at its first poll costs at least that. 0 polls without sleeping.
+POLL_INTERVAL = 0
+
+
+@dataclass(frozen=True)
+class ThriftServer:
+    port: int
+    home: Path
+
+
+def running_server(home: Path, *options: str) -> Iterator[ThriftServer]:
+    """Start a server in `home` (`options`: the script's, e.g. --no-delta), yield it, stop it."""
+    env = {**os.environ, "IVM_THRIFT_HOME": str(home)}
+    started = subprocess.run(["bash", str(SCRIPT), "start", *options], env=env, capture_output=True, text=True)
+    if started.returncode != 0:
+        raise RuntimeError(f"the Thrift Server did not start:\n{started.stdout}{started.stderr}")
+    try:
+        state = dict(line.split("=", 1) for line in (home / "server.env").read_text().splitlines())
+        yield ThriftServer(int(state["PORT"]), home)
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=True)
+
+
+def thrift_profile(server: ThriftServer, threads: int = 4) -> dict[str, object]:
+    """dbt-tests-adapter's profile target: `type: ivm_spark` over the server."""
+    return {
+        "type": "ivm_spark",
+        "method": "thrift",
+        "host": "127.0.0.1",
+        "port": server.port,
+        "user": "dbt",
+        "schema": "dbt_ivm_test",
+        "threads": threads,
+        "poll_interval": POLL_INTERVAL,
+    }

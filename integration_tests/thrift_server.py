@@ -15,6 +15,10 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "thrift_server.sh"
 # statement; the server holds each poll up to 5 s, so only statements longer than that pay for the
 # sleep (a 7 s statement took 10.05 s with 5, 7.21 s with 0; README). 0 is the smallest accepted.
 POLL_INTERVAL = 0
+# The server's JVM compiles with C1 only: a test run is too short for C2 to pay off (the server's
+# CPU over test_thrift.py: 103 s against 125 s with the default, one run each on the loaded 2-core
+# machine, 2026-11-27). Tests only.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class ThriftServer:
 
 def running_server(home: Path, *options: str) -> Iterator[ThriftServer]:
     """Start a server in `home` (`options`: the script's, e.g. --no-delta), yield it, stop it."""
-    env = {**os.environ, "IVM_THRIFT_HOME": str(home)}
+    env = {**os.environ, "IVM_THRIFT_HOME": str(home), "IVM_THRIFT_JAVA_OPTIONS": JAVA_OPTIONS}
     started = subprocess.run(["bash", str(SCRIPT), "start", *options], env=env, capture_output=True, text=True)
     if started.returncode != 0:
         raise RuntimeError(f"the Thrift Server did not start:\n{started.stdout}{started.stderr}")

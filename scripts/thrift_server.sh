@@ -9,6 +9,7 @@
 # IVM_THRIFT_HOME: the server's directory (state file `server.env` with PID, PORT, HOME_DIR;
 # `server.log`, `warehouse/`, `derby/`); default ${TMPDIR:-/tmp}/dbt-ivm-thrift-$UID.
 # --no-delta: without Delta's jars and confs (to see what fast_mv says to such a server).
+# IVM_THRIFT_MEMORY: the driver's memory (default 2g); IVM_THRIFT_JAVA_OPTIONS: more JVM options.
 #
 # Delta given by `--packages` alone fails in the server's sessions (NoClassDefFoundError of Delta's
 # classes): its jars must be on the driver's class path, which is fixed when the JVM starts, so they
@@ -86,7 +87,7 @@ start() {
   (cd "$home" && exec nohup "$SPARK_HOME/bin/spark-submit" \
     --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 --name dbt-ivm-thrift \
     --master 'local[2]' --driver-memory "${IVM_THRIFT_MEMORY:-2g}" \
-    --driver-java-options "-Dderby.system.home=$home/derby -XX:+UseParallelGC" \
+    --driver-java-options "-Dderby.system.home=$home/derby -XX:+UseParallelGC ${IVM_THRIFT_JAVA_OPTIONS:-}" \
     "${args[@]}" \
     --conf spark.sql.warehouse.dir="$home/warehouse" \
     --conf spark.driver.bindAddress=127.0.0.1 --conf spark.driver.host=127.0.0.1 \

@@ -7,6 +7,8 @@ into dbt errors.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import import_module
 from typing import Any
 
@@ -18,6 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
+from dbt.adapters.ivm_spark.server_errors import NO_DELTA, no_delta
 from dbt_ivm import maintain
 from dbt_ivm.errors import ConfigError, IvmError, SourceError, UnsupportedView
 from dbt_ivm.ir import TableName
@@ -46,10 +49,25 @@ def _table(relation: Any) -> TableName:
 
 
 def _dbt_error(e: IvmError) -> Exception:
+    if no_delta(e):
+        return DbtRuntimeError(NO_DELTA)
     message = str(e).splitlines()[0]
     if isinstance(e, (UnsupportedView, SourceError, ConfigError)):
         return CompilationError(message)
     return DbtRuntimeError(message)
+
+
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """The engine's errors as dbt errors; any failure that says the server has no Delta Lake as that."""
+    try:
+        yield
+    except IvmError as e:
+        raise _dbt_error(e) from e
+    except DbtRuntimeError as e:
+        if no_delta(e):
+            raise DbtRuntimeError(NO_DELTA) from e
+        raise
 
 
 class IvmSparkAdapter(SparkAdapter):
@@ -99,7 +117,7 @@ class IvmSparkAdapter(SparkAdapter):
             if isinstance(deterministic_functions, str)
             else (list(deterministic_functions or []))
         )
-        try:
+        with engine_errors():
             configs = Storage(**(storage or {}))
             outcome = maintain.materialize(
                 _ConnectionDatabase(self),
@@ -115,8 +133,6 @@ class IvmSparkAdapter(SparkAdapter):
                 storage=configs,
                 empty=bool(empty),
             )
-        except IvmError as e:
-            raise _dbt_error(e) from e
         return {
             "action": outcome.action,
             "message": outcome.message,
@@ -127,15 +143,11 @@ class IvmSparkAdapter(SparkAdapter):
     @available
     def fast_mv_consistency_sql(self, relation: Any) -> str:
         """The query of the fast_mv_consistent test: rows where view and recompute differ."""
-        try:
+        with engine_errors():
             return maintain.consistency_sql(_ConnectionDatabase(self), _table(relation))
-        except IvmError as e:
-            raise _dbt_error(e) from e
 
     @available
     def fast_mv_explain(self, relation: Any) -> str:
         """Class, join tree, hidden columns and refresh steps of a built fast_mv, as text."""
-        try:
+        with engine_errors():
             return maintain.explain_view(_ConnectionDatabase(self), _table(relation))
-        except IvmError as e:
-            raise _dbt_error(e) from e

@@ -1,0 +1,97 @@
+"""fast_mv through dbt-spark's `thrift` method, against a local Spark Thrift Server with Delta
+(`scripts/thrift_server.sh`, started by the `thrift_server` fixture): build, refresh of a join, an
+outer join and an aggregate view, the append path of a declared unique key, the consistency test,
+and a run with no changes. Everything dbt and the test run goes to the server; the test process
+starts no Spark of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from integration_tests.fixtures import (
+    CDF,
+    ITEM_KEYED,
+    ITEMS_TABLE,
+    KEYED_ITEMS_ROWS,
+    ORDER_CUSTOMERS,
+    OUTER_MODELS,
+    SHOP_CHANGES,
+    SHOP_ROWS,
+    SHOP_TABLES,
+    SOURCES_YML,
+    STATUS_COUNTS,
+    consistent_schema_yml,
+    model,
+)
+from integration_tests.thrift_server import ThriftServer, thrift_profile
+
+pytestmark = pytest.mark.spark  # needs Java, as the embedded session does
+
+MODELS = {
+    "order_customers": ORDER_CUSTOMERS,  # inner join
+    "customer_orders": OUTER_MODELS["customer_orders"],  # LEFT JOIN
+    "status_counts": STATUS_COUNTS,  # aggregate
+    "item_keyed": ITEM_KEYED,  # unique_key: appends take the append path
+}
+SOURCES = {
+    "orders": (SHOP_TABLES["orders"], SHOP_ROWS["orders"]),
+    "customers": (SHOP_TABLES["customers"], SHOP_ROWS["customers"]),
+    "items": (ITEMS_TABLE, KEYED_ITEMS_ROWS),
+}
+# Inserts, updates and deletes of orders and customers (versions 2-4 of each), new items (version 2).
+CHANGES = [
+    *(s for s in SHOP_CHANGES if "{regions}" not in s),
+    "INSERT INTO {items} VALUES (5, 'kiwi', 4.0), (6, 'plum', 0.5), (7, NULL, NULL)",
+]
+REFRESHED = re.compile(r"^refreshed: \+\d+/-\d+ rows from ")
+
+
+def messages(results) -> dict[str, str]:
+    return {r.node.name: r.message for r in results if r.node.resource_type == "model"}
+
+
+def statuses(results) -> dict[str, str]:
+    return {r.node.name: str(r.status) for r in results}
+
+
+class TestFastMvOverThrift:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, thrift_server: ThriftServer) -> dict[str, object]:
+        return thrift_profile(thrift_server)
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        files = {f"{name}.sql": model(sql) for name, sql in MODELS.items()}
+        return files | {"sources.yml": SOURCES_YML, "schema.yml": consistent_schema_yml(*MODELS)}
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project) -> None:
+        for name, (columns, rows) in SOURCES.items():
+            project.run_sql(f"CREATE TABLE {{schema}}.{name} ({columns}) {CDF}")
+            project.run_sql(f"INSERT INTO {{schema}}.{name} VALUES {rows}")
+
+    def test_build_refresh_consistency_no_changes(self, project):
+        schema = project.test_schema
+        msgs = messages(run_dbt(["run", "--threads", "4"]))
+        assert len(msgs) == len(MODELS) and all(m.startswith("built") for m in msgs.values()), msgs
+
+        for statement in CHANGES:
+            project.run_sql(statement.format(**{t: f"{schema}.{t}" for t in SOURCES}))
+        # the refresh, then each view's fast_mv_consistent test
+        results, logs = run_dbt_and_capture(["build", "--threads", "4"])
+        msgs = messages(results)
+        for name in ("order_customers", "customer_orders", "status_counts"):
+            assert REFRESHED.match(msgs[name]), msgs
+            assert f"{schema}.orders v1..v4" in msgs[name], msgs[name]
+        for name in ("order_customers", "customer_orders"):
+            assert f"{schema}.customers v1..v4" in msgs[name], msgs[name]
+        assert msgs["item_keyed"] == f"refreshed: +2/-0 rows from {schema}.items v1..v2", msgs
+        assert "appending the new rows" in logs
+        assert len(results) == 2 * len(MODELS) and set(statuses(results).values()) == {"success", "pass"}
+
+        msgs = messages(run_dbt(["run", "--threads", "4"]))
+        assert msgs == dict.fromkeys(MODELS, "no changes")

@@ -48,6 +48,9 @@ MEANING_SETTINGS = (
 )
 
 
+ERROR_KIND = re.compile(r"(Runtime|Database|Compilation|Internal|Dbt\w*) Error")
+
+
 class FeedOff(SourceError):
     """An upstream fast_mv's storage has no change data feed: the downstream turns it on (one
     commit that keeps every row) and reads the upstream's changes from then on."""
@@ -235,11 +238,11 @@ def _like(name: str) -> str:
 
 
 def first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:400]
-    return type(e).__name__
+    """The first line of an error that says something: a connection's error (dbt's) begins with
+    its kind alone ("Runtime Error", "Database Error"), the server's message on the lines after."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    said = [line for line in lines if not ERROR_KIND.fullmatch(line)]
+    return (said or lines or [type(e).__name__])[0][:400]
 
 
 def view_properties(db: Database, backing: TableName) -> dict[str, str]:

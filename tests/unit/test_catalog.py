@@ -71,3 +71,13 @@ def test_catalog_entries_tell_tables_from_views_and_skip_temporary_views():
     entries = catalog_entries(FakeDb(), tables)
     assert entries == {"db.o": CatalogEntry("T1", "MANAGED"), "db.v": CatalogEntry("T2", "VIEW")}
     assert FakeDb.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|v__ivm|v'"]
+
+
+def test_the_first_line_of_an_error_is_the_first_that_says_something():
+    from dbt_ivm.catalog import first_line
+
+    dbt_error = RuntimeError("Runtime Error\n  [TABLE_OR_VIEW_NOT_FOUND] The table or view `s`.`t` cannot be found.")
+    assert first_line(dbt_error).startswith("[TABLE_OR_VIEW_NOT_FOUND]")
+    assert first_line(RuntimeError("\n  boom\nmore")) == "boom"
+    assert first_line(RuntimeError("Database Error")) == "Database Error"
+    assert first_line(RuntimeError("")) == "RuntimeError"

@@ -149,18 +149,20 @@ def check_source(info: SourceInfo) -> None:
         )
 
 
-def upstreams(db: Database, infos: Sequence[SourceInfo], check: bool = True) -> dict[str, Upstream]:
-    """The sources that are fast_mv views (`upstream.parse_upstream`), by key; `check`: each one's
-    storage is a fast_mv's Delta table (else a SourceError), and `FeedOff` names those whose
-    change data feed is off."""
+def upstreams(db: Database, infos: Sequence[SourceInfo]) -> dict[str, Upstream]:
+    """The sources that are fast_mv views (`upstream.parse_upstream`), by key."""
     found = {}
     for info in infos:
         upstream = parse_upstream(info.table, info.view_text) if info.kind == "VIEW" else None
         if upstream is not None:
             found[info.table.key] = upstream
-    if not check:
-        return found
-    off = []
+    return found
+
+
+def checked_upstreams(db: Database, infos: Sequence[SourceInfo]) -> tuple[dict[str, Upstream], list[TableName]]:
+    """`upstreams`, each one's storage checked to be a fast_mv's Delta table (else a SourceError),
+    and the storages whose change data feed is off."""
+    found, off = upstreams(db, infos), []
     for key, upstream in found.items():
         storage = describe_source(db, upstream.storage)
         if storage.provider != "delta" or PROP_FORMAT not in storage.properties:
@@ -170,9 +172,7 @@ def upstreams(db: Database, infos: Sequence[SourceInfo], check: bool = True) -> 
             )
         if not storage.change_data_feed:
             off.append(upstream.storage)
-    if off:
-        raise FeedOff(tuple(off))
-    return found
+    return found, off
 
 
 def recent_history(db: Database, table: TableName, rows: int = HISTORY_ROWS) -> list[dict[str, Any]]:

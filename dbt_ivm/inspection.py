@@ -20,10 +20,12 @@ from dbt_ivm.analyze import analyze, parse, source_tables
 from dbt_ivm.catalog import (
     CatalogEntry,
     Database,
+    FeedOff,
     Stored,
     backing_table,
     catalog_entries,
     check_source,
+    checked_upstreams,
     covering_history,
     describe_source,
     output_types,
@@ -31,7 +33,6 @@ from dbt_ivm.catalog import (
     recent_history,
     row_counts,
     session_settings,
-    upstreams,
 )
 from dbt_ivm.classes import ViewRules, rules_for
 from dbt_ivm.history import appended_rows, changed_rows, replaced, rows_after
@@ -53,6 +54,7 @@ class Model:
     functions: tuple[str, ...] = ()  # UDFs declared deterministic
     refresh_policy: str | None = None
     cluster_by: str | Sequence[str] | None = None
+    enable_change_feed: bool = False  # turn on the change data feed of a Delta source without one
 
     def __post_init__(self) -> None:
         parse_policy(self.refresh_policy)  # a bad refresh_policy fails before anything is read
@@ -141,10 +143,16 @@ def inspect(db: Database, model: Model) -> Inspection:
     """Validate the sources and the model, pin every source's version, read the stored state."""
     tree = parse(model.sql)  # once: the sources and the plan are read from the same tree
     infos = [describe_source(db, t) for t in source_tables(tree)]
-    chained = upstreams(db, infos)  # raises `FeedOff` where an upstream's feed is off
+    chained, off = checked_upstreams(db, infos)
     for info in infos:
-        if info.table.key not in chained:
+        if info.table.key in chained:
+            continue
+        if model.enable_change_feed and info.kind != "VIEW" and info.provider == "delta" and not info.change_data_feed:
+            off.append(info.table)
+        else:
             check_source(info)
+    if off:  # the caller turns their feeds on, and inspects again
+        raise FeedOff(tuple(off))
     plan = with_upstreams(analyze(tree, {i.table.key: i.columns for i in infos}, model.functions), chained)
     rules = rules_for(plan)
     types = output_types(db, plan)

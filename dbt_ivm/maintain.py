@@ -103,10 +103,11 @@ class Maintainer:
         cluster_by: str | Sequence[str] | None = None,
         change_feed: bool = False,
         storage: Storage | None = None,
+        enable_change_feed: bool = False,
     ):
         self.db = db
         self.change_feed = change_feed  # a fast_mv reads this one: its storage keeps a change data feed
-        self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by)
+        self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by, enable_change_feed)
         self.storage = storage or Storage()  # file_format, tblproperties, partition_by, liquid_clustered_by
         self.log = log
         self.run_id = uuid.uuid4().hex[:12]
@@ -153,13 +154,17 @@ class Maintainer:
 
     def _inspect_upstreams(self) -> Inspection:
         """`inspect`, turning on the change data feed of each upstream fast_mv's storage that has
-        none: one commit that keeps every row, after which this view reads the upstream's changes
-        (it builds at a version after it, so no change goes unread)."""
+        none (and, with `enable_change_feed`, of each Delta source): one commit that keeps every
+        row, after which this view reads its changes (it builds at a version after it, so no
+        change goes unread; a refresh over versions without a feed finds its history lost)."""
         try:
             return self.inspect()
         except FeedOff as e:
             for table in e.tables:
-                self.log(f"fast_mv {self.view}: turning on the change data feed of {table}, which this view reads")
+                self.log(
+                    f"fast_mv {self.view}: turning on the change data feed of {table}, which this view reads "
+                    "(it records the changes from this commit on: this view reads the versions after it)"
+                )
                 self.run(render.enable_change_feed(table))
             return self.inspect()
 
@@ -496,11 +501,22 @@ def materialize(
     storage: Storage | None = None,
     empty: bool = False,
     change_feed: bool = False,
+    enable_change_feed: bool = False,
 ) -> Outcome:
     """Build or refresh the view; `empty`: dbt's --empty (see `Maintainer.materialize_empty`)."""
     model_sql = unlimited(sql) if empty else sql
     maintainer = Maintainer(
-        db, view, model_sql, log, unique_key, functions, refresh_policy, cluster_by, change_feed, storage
+        db,
+        view,
+        model_sql,
+        log,
+        unique_key,
+        functions,
+        refresh_policy,
+        cluster_by,
+        change_feed,
+        storage,
+        enable_change_feed,
     )
     return maintainer.materialize_empty(sql) if empty else maintainer.materialize(full_refresh)
 
@@ -536,7 +552,7 @@ def explain_view(db: Database, view: TableName) -> str:
 
     stored = stored_view(db, view)
     infos = [describe_source(db, t) for t in source_tables(stored.definition)]
-    chained = upstreams(db, infos, check=False)
+    chained = upstreams(db, infos)
     consumed = ", ".join(
         f"{k} v{v}" + (f" (fast_mv: of its storage {chained[k].storage})" if k in chained else "")
         for k, v in stored.mark.sources.items()
@@ -550,7 +566,7 @@ def pinned_model_sql(db: Database, stored: StoredView) -> str:
     """The model's own SQL on the source versions the view last consumed (`consistency.pin_versions`),
     each upstream fast_mv read through its own view's select over its storage."""
     infos = [describe_source(db, t) for t in source_tables(stored.definition)]
-    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(db, infos, check=False))
+    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(db, infos))
 
 
 def consistency_sql(db: Database, view: TableName) -> str:

@@ -127,11 +127,12 @@ class TestChains:
 
 
 REGIONS_CSV = "region_id,region_name\n1,north\n2,south\n3,east\n"
+# The test session turns the feed on for every new table; a seed elsewhere has none.
 SEED_PROPERTIES = """
 seeds:
   test:
     +file_format: delta
-    +post-hook: "alter table {{ this }} set tblproperties (delta.enableChangeDataFeed = true)"
+    +post-hook: "alter table {{ this }} set tblproperties (delta.enableChangeDataFeed = false)"
 """
 BY_REGION = (
     "select r.region_name, o.order_id, o.amount from {orders} o "
@@ -141,7 +142,8 @@ BY_REGION = (
 
 @pytest.mark.usefixtures("shop_sources")
 class TestSeedUpstream:
-    """A seed is a Delta table `dbt seed` drops and creates again: its history is gone."""
+    """A seed is a Delta table `dbt seed` drops and creates again: its history is gone. Its change
+    data feed is turned on by the model that reads it (`enable_change_feed`)."""
 
     @pytest.fixture(scope="class")
     def seeds(self):
@@ -156,14 +158,18 @@ class TestSeedUpstream:
     @pytest.fixture(scope="class")
     def models(self):
         return {
-            "by_region.sql": model(BY_REGION, POLICY),
+            "by_region.sql": model(BY_REGION, f"{POLICY}, enable_change_feed=true"),
             "sources.yml": SOURCES_YML,
             "schema.yml": consistent_schema_yml("by_region"),
         }
 
     def test_a_seed_seeded_again_rebuilds_the_downstream_under_auto(self, project, spark):
         run_dbt(["seed"])
-        assert _run()["by_region"].startswith("built")
+        results, log = run_dbt_and_capture(["run"])
+        assert messages(results)["by_region"].startswith("built"), log
+        assert "turning on the change data feed of" in log and "region_seed" in log, log
+        spark.sql(f"INSERT INTO {project.test_schema}.orders VALUES (60, 13, 600.0, 'open')")
+        assert REFRESHED.match(_run()["by_region"])
         csv = REGIONS_CSV.replace("2,south", "2,southwest") + "0,central\n"
         write_file(csv, project.project_root, "seeds", "region_seed.csv")
         run_dbt(["seed"])  # drops the table and creates it again: its change history is gone

@@ -23,6 +23,7 @@
                                                        'partition_by': config.get('partition_by'),
                                                        'liquid_clustered_by': config.get('liquid_clustered_by')},
                                               empty=flags.EMPTY,
+                                              enable_change_feed=config.get('enable_change_feed'),
                                               change_feed=(downstream | length > 0)) -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}

@@ -97,6 +97,7 @@ class IvmSparkAdapter(SparkAdapter):
         change_feed: bool = False,
         storage: Any = None,
         empty: Any = False,
+        enable_change_feed: Any = False,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -111,6 +112,8 @@ class IvmSparkAdapter(SparkAdapter):
         `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
         `tblproperties`, `partition_by`, `liquid_clustered_by`; see `dbt_ivm.storage`).
         `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
+        `enable_change_feed` (the model config): turn on the change data feed of a Delta source
+        that has none, before the first build reads it.
         """
         functions = (
             [deterministic_functions]
@@ -132,6 +135,7 @@ class IvmSparkAdapter(SparkAdapter):
                 change_feed=bool(change_feed),
                 storage=configs,
                 empty=bool(empty),
+                enable_change_feed=bool(enable_change_feed),
             )
         return {
             "action": outcome.action,

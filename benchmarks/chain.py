@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from benchmarks.run import DB, CountingDatabase, change, setup
+from benchmarks.run import DB, CountingDatabase, change, largest_costs, setup
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, consistency_sql
 from dbt_ivm.session import get_spark
@@ -46,14 +46,15 @@ def maintainer(db: CountingDatabase, level: str, policy: str) -> Maintainer:
     return Maintainer(db, TableName(DB, level), LEVELS[level], refresh_policy=policy, change_feed=level in FEEDS)
 
 
-def run_chain(db: CountingDatabase, policy: str, full_refresh: bool) -> list[tuple[str, float, int, str]]:
-    """Each level materialized in order: (level, seconds, statements, its outcome's message)."""
+def run_chain(db: CountingDatabase, policy: str, full_refresh: bool) -> list[tuple[str, float, int, str, str]]:
+    """Each level materialized in order: (level, seconds, statements, its outcome's message, its
+    costliest kinds of statement)."""
     out = []
     for level in LEVELS:
         db.reset()
         started = time.time()
         outcome = maintainer(db, level, policy).materialize(full_refresh=full_refresh)
-        out.append((level, time.time() - started, db.count, outcome.message))
+        out.append((level, time.time() - started, db.count, outcome.message, largest_costs(db.timings)))
     return out
 
 
@@ -74,13 +75,13 @@ def main() -> None:
     rebuilt = run_chain(db, "incremental", full_refresh=True)
     batch = f"mixed changes of {args.fraction:.2%} ({changed:,} change rows)"
     print(f"\nchain over lineitem of {args.fact:,} rows, {batch}:")
-    print("| level | refresh s | statements | refresh | rebuild s | speedup |")
-    print("|---|---|---|---|---|---|")
-    for (level, r_s, n, msg), (_, b_s, _, _) in zip(refreshed, rebuilt, strict=True):
-        print(f"| {level} | {r_s:.1f} | {n} | {msg} | {b_s:.1f} | {b_s / r_s:.1f}x |")
+    print("| level | refresh s | statements | refresh | largest costs | rebuild s | speedup |")
+    print("|---|---|---|---|---|---|---|")
+    for (level, r_s, n, msg, costs), (_, b_s, *_) in zip(refreshed, rebuilt, strict=True):
+        print(f"| {level} | {r_s:.1f} | {n} | {msg} | {costs} | {b_s:.1f} | {b_s / r_s:.1f}x |")
     total_r, total_b = sum(r[1] for r in refreshed), sum(b[1] for b in rebuilt)
     statements = sum(r[2] for r in refreshed)
-    print(f"| whole chain | {total_r:.1f} | {statements} | | {total_b:.1f} | {total_b / total_r:.1f}x |")
+    print(f"| whole chain | {total_r:.1f} | {statements} | | | {total_b:.1f} | {total_b / total_r:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -81,3 +81,15 @@ def test_the_first_line_of_an_error_is_the_first_that_says_something():
     assert first_line(RuntimeError("\n  boom\nmore")) == "boom"
     assert first_line(RuntimeError("Database Error")) == "Database Error"
     assert first_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_a_view_that_is_not_a_fast_mv_is_refused_naming_ephemeral_and_fast_mv():
+    import pytest
+
+    from dbt_ivm.catalog import SourceInfo, check_source
+    from dbt_ivm.errors import SourceError
+    from dbt_ivm.ir import TableName
+
+    view = SourceInfo(TableName("db", "stg"), {"k": "int"}, "", "VIEW", {}, view_text="SELECT k FROM db.raw")
+    with pytest.raises(SourceError, match=r"db\.stg is a view, and not a fast_mv's.*'ephemeral'.*'fast_mv'"):
+        check_source(view)

@@ -113,6 +113,8 @@ def test_explain_names_the_partition_or_the_whole_view():
     assert "__ivm_p_0: partition key of `h`.`key`" in text
     whole = explain(f"select id, row_number() over (order by eff, id) as pos {H}", WINDOW_SCHEMA)
     assert "recomputes the whole view" in whole and "one partition" in whole
+    assert "partition by: `h`.`key`" in text
+    assert "partition by: none shared by every window: the whole view is one partition" in whole
 
 
 def test_the_outer_query_reads_the_stored_rows():

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt_ivm.classes.changes import delta_terms
-from dbt_ivm.classes.joins import narrowing
+from dbt_ivm.classes.joins import count_clauses, narrowing, repeated_rows
 from dbt_ivm.classes.relations import Narrowing, copies, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
 from dbt_ivm.ir import (
@@ -35,7 +35,7 @@ from dbt_ivm.ir import (
     Windows,
     partition_column,
 )
-from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, raise_error, sql, temp_table
+from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, sql, temp_table
 
 TOUCHED = f"{HIDDEN_PREFIX}t"  # the alias of the touched partitions' keys
 
@@ -152,37 +152,12 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge
     """Apply the changed multiplicities, matching every stored column NULL-safe: delete at 0,
     update, insert; a count that would go negative is corrupt state, loudly."""
     t, s = "t", "s"
-    new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
     corrupt = (
         f"fast_mv {backing}: the recomputed partitions remove rows the view does not hold; "
         "its stored state is inconsistent: run dbt with --full-refresh for this model"
     )
-
-    def positive_or_fail(value: exp.Expr) -> exp.Expr:
-        return exp.If(this=exp.GT(this=value.copy(), expression=lit(0)), true=value.copy(), false=raise_error(corrupt))
-
     cols = stored_columns(plan)
-    whens = [
-        exp.When(
-            matched=True,
-            source=False,
-            condition=exp.EQ(this=new_count.copy(), expression=lit(0)),
-            then=exp.var("DELETE"),
-        ),
-        exp.When(
-            matched=True,
-            source=False,
-            then=exp.Update(expressions=[exp.EQ(this=col(COUNT_COLUMN), expression=positive_or_fail(new_count))]),
-        ),
-        exp.When(
-            matched=False,
-            source=False,
-            then=exp.Insert(
-                this=exp.Tuple(expressions=[col(c) for c in [*cols, COUNT_COLUMN]]),
-                expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [positive_or_fail(col(DELTA_COLUMN, s))]),
-            ),
-        ),
-    ]
+    whens = count_clauses(cols, corrupt, t, s)
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident(t)))
     on = exp.and_(*[exp.NullSafeEQ(this=col(c, t), expression=col(c, s)) for c in cols])
@@ -192,15 +167,7 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge
 def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     """What `ref()` returns: the stored rows, each repeated `count` times, read by the model's
     query over the windows' SELECT (its projection and WHERE) when it has one."""
-    n = ident(f"{HIDDEN_PREFIX}n")
-    lateral = exp.Lateral(
-        this=exp.Explode(this=exp.GenerateSeries(start=lit(1), end=col(COUNT_COLUMN))),
-        view=True,
-        alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[n]),
-    )
-    names = [e.alias_or_name for e in _windows(plan).select.expressions]
-    rows = exp.select(*[col(c) for c in names]).from_(backing.to_table())
-    rows.set("laterals", [lateral])
+    rows = repeated_rows([e.alias_or_name for e in _windows(plan).select.expressions], backing)
     if any(e.find(exp.Window) for e in plan.query.expressions):  # the windows are the model's own
         return rows
     query = plan.query.copy()

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.aggregates import Extreme
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms, windows
 from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
@@ -27,6 +27,7 @@ from tests.harness import (
     SINGLE,
     USING,
     WINDOWS,
+    WT,
     A,
     AnsiHarness,
     B,
@@ -328,3 +329,20 @@ def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark,
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=9)
+
+
+def test_harness_catches_partitions_left_by_their_rows(spark, spark_db, monkeypatch):
+    """A window view's touched partitions taken from the rows a change adds only: the partition a
+    row leaves (deleted, or moved to another key by an update) keeps its stale rows."""
+    original = windows.touched_select
+
+    def added_only(*args, **kwargs):
+        select = original(*args, **kwargs)
+        net = select.find(exp.Having)
+        net.set("this", exp.GT(this=exp.Sum(this=render.col("__ivm_d")), expression=render.lit(0)))
+        return select
+
+    monkeypatch.setattr(windows, "touched_select", added_only)
+    sql = "SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY ts, id) AS rn FROM {db}.w"
+    family = Family("broken_windows", (WT,), (View("wv", sql),))
+    assert _mismatches(spark, spark_db, family, 12, seed=3) > 0

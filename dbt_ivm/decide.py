@@ -172,6 +172,8 @@ def auto_choice(i: Inspection) -> Choice:
     replacements = [f"{key} ({m.replaced})" for key, m in i.moved.items() if m.replaced]
     if replacements:  # the change feed holds every row before and after: never cheaper than a rebuild
         return Choice(True, f"rebuild, a source was replaced: {', '.join(replacements)}")
+    if i.plan.windows is not None and not i.plan.windows.partition_by:  # the refresh recomputes all of it too
+        return Choice(True, "rebuild: the view's windows share no PARTITION BY, so every change recomputes all of it")
     return choose(auto_inputs(i))
 
 

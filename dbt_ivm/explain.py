@@ -68,6 +68,9 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
         lines.append(f"distinct: one group per distinct output row, its copies counted in {COUNT_COLUMN}")
     elif plan.group_by:
         lines.append("group by: " + ", ".join(g.sql(dialect=DIALECT) for g in plan.group_by))
+    if plan.windows is not None:
+        shared = ", ".join(p.sql(dialect=DIALECT) for p in plan.windows.partition_by)
+        lines.append(f"partition by: {shared or 'none shared by every window: the whole view is one partition'}")
     if plan.aggregates:
         lines.append("aggregates:")
         lines += [f"  {a.call.sql(dialect=DIALECT)}: {a.function.value}" for a in plan.aggregates]

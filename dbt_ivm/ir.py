@@ -34,6 +34,7 @@ class ViewClass(str, Enum):
     OUTER_JOIN = "outer-join"
     AGGREGATE = "aggregate"
     AGGREGATE_JOIN = "aggregate-over-join"
+    WINDOW = "window"  # window functions, maintained by partition (`classes.windows`)
 
 
 class Side(str, Enum):
@@ -164,6 +165,7 @@ class Role(str, Enum):
     EXTREME = "extreme of the arguments"
     EXTREME_COUNT = "rows that hold the extreme"
     VALUE = "value, recomputed for the groups a change touches"
+    PARTITION_KEY = "partition key"
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,20 @@ def group_column(index: int) -> str:
     return f"{HIDDEN_PREFIX}g_{index}"
 
 
+def partition_column(index: int) -> str:
+    """Name of the hidden column that stores PARTITION BY expression `index`'s value."""
+    return f"{HIDDEN_PREFIX}p_{index}"
+
+
+@dataclass(frozen=True)
+class Windows:
+    """A window view's rows: `select` (the model's query, or the one derived table it reads)
+    computes them with window functions that all partition by (at least) `partition_by`."""
+
+    select: exp.Select
+    partition_by: tuple[exp.Expr, ...]
+
+
 @dataclass(frozen=True)
 class ViewPlan:
     """Everything about a view that a build or a refresh needs, decided once."""
@@ -226,6 +242,7 @@ class ViewPlan:
     distinct: bool = False
     hidden: tuple[HiddenColumn, ...] = field(default=())
     functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)
+    windows: Windows | None = None  # a window view's rows (`ViewClass.WINDOW`)
 
     @property
     def is_global(self) -> bool:

@@ -769,7 +769,103 @@ CHAINS = Family(
         _agg("c_having", "SELECT g, sum(k) AS s, count(*) AS n FROM {db}.cp GROUP BY g HAVING count(*) > 1"),
         View("c_having_join", "SELECT h.g, h.s, q.w FROM {db}.c_having h LEFT JOIN {db}.cq q ON h.s = q.k"),
         _agg("c_global", "SELECT count(*) AS n, sum(sm) AS total FROM {db}.c_agg"),
+        # a window level (keep the latest per group) over a level, and an aggregate over it
+        View(
+            "c_latest",
+            "SELECT k, g, m FROM (SELECT k, g, m, row_number() OVER (PARTITION BY g ORDER BY k DESC, m) AS rn "
+            "FROM {db}.c_stg) s WHERE rn = 1",
+        ),
+        _agg("c_latest_count", "SELECT count(*) AS n, sum(m) AS sm, max(k) AS hi FROM {db}.c_latest"),
     ),
+)
+
+
+# Window views (`classes.windows`): every window function, NULL partition keys (k), rows moving
+# between partitions (an update of k), partitions emptied by deletes, ties under RANK, ROWS and
+# RANGE frames, windows over joins, the SCD-2 patterns, and a view that is one partition. Where a
+# function's value depends on the order among ties, the ORDER BY is total (ts, id: ids are unique).
+WT = Table("w", (("id", "int"), ("k", "int"), ("ts", "int"), ("v", "string"), ("x", "double")), key="id")
+WL = Table("l", (("k", "int"), ("name", "string")))
+_BY_TS = "PARTITION BY k ORDER BY ts, id"
+WINDOWS = Family(
+    "windows",
+    (WT, WL),
+    (
+        View("w_row_number", f"SELECT id, k, row_number() OVER ({_BY_TS}) AS rn FROM {{db}}.w"),
+        View(
+            "w_ranks",
+            "SELECT id, k, ts, rank() OVER (PARTITION BY k ORDER BY ts) AS r, "
+            "dense_rank() OVER (PARTITION BY k ORDER BY ts DESC) AS dr, "
+            "percent_rank() OVER (PARTITION BY k ORDER BY ts) AS pr, "
+            "cume_dist() OVER (PARTITION BY k ORDER BY ts) AS cd FROM {db}.w",
+        ),
+        View("w_ntile", f"SELECT id, ntile(3) OVER ({_BY_TS}) AS nt FROM {{db}}.w WHERE v IS NOT NULL OR x > 1"),
+        View(
+            "w_lag_lead",
+            f"SELECT id, lag(x, 2, -1.0) OVER ({_BY_TS}) AS l2, lead(v) OVER ({_BY_TS}) AS nv, "
+            f"lag(v, 1, 'none') OVER ({_BY_TS}) AS pv FROM {{db}}.w",
+        ),
+        View(
+            "w_values",
+            f"SELECT id, first_value(v) OVER ({_BY_TS}) AS fv, last_value(v) IGNORE NULLS OVER ({_BY_TS}) AS lv, "
+            f"nth_value(x, 2) OVER ({_BY_TS}) AS n2, "
+            "first_value(x) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND "
+            "UNBOUNDED FOLLOWING) AS whole FROM {db}.w",
+        ),
+        View(
+            "w_frames",
+            "SELECT id, k, sum(x) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+            "AS rolling, sum(x) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS ranged, "
+            f"count(*) OVER (PARTITION BY k) AS n, avg(x) OVER ({_BY_TS}) AS running, "
+            "max(v) OVER (PARTITION BY k) AS hi FROM {db}.w",
+        ),
+        View(
+            "w_scd2",
+            f"SELECT id, k, ts AS eff, lead(ts) OVER ({_BY_TS}) AS end_ts, "
+            f"CASE WHEN lead(ts) OVER ({_BY_TS}) IS NULL THEN true ELSE false END AS is_current FROM {{db}}.w",
+        ),
+        View(
+            "w_latest",
+            "SELECT id, k, v FROM (SELECT id, k, v, row_number() OVER (PARTITION BY k ORDER BY ts DESC, id DESC) "
+            "AS rn FROM {db}.w) s WHERE rn = 1",
+        ),
+        View(
+            "w_latest_cte",
+            "WITH ranked AS (SELECT k, v, x, row_number() OVER (PARTITION BY v ORDER BY x DESC, id) AS rn "
+            "FROM {db}.w) SELECT k, v, coalesce(x, 0.0) AS x FROM ranked WHERE rn = 1 AND k IS NOT NULL",
+        ),
+        View(
+            "w_forward_fill",
+            "SELECT id, k, last_value(x, true) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING "
+            "AND CURRENT ROW) AS x_filled FROM {db}.w",
+        ),
+        View(
+            "w_one_partition",
+            "SELECT id, row_number() OVER (ORDER BY ts, id) AS pos, sum(x) OVER () AS total FROM {db}.w "
+            "WHERE v IS NOT NULL",
+        ),
+        View(
+            "w_join",
+            "SELECT w.id, l.name, rank() OVER (PARTITION BY l.name ORDER BY w.ts) AS r FROM {db}.w w "
+            "JOIN {db}.l l ON w.k = l.k",
+        ),
+        View(
+            "w_shared_partition",
+            "SELECT id, rank() OVER (PARTITION BY k, v ORDER BY ts) AS r, count(*) OVER (PARTITION BY k) AS n "
+            "FROM {db}.w",
+        ),
+        View(
+            "w_expression_partition",
+            "SELECT id, v, dense_rank() OVER (PARTITION BY coalesce(v, 'none') ORDER BY x) AS d FROM {db}.w "
+            "WHERE k IS NOT NULL OR x > 1",
+        ),
+        View(
+            "w_left_join",
+            "SELECT w.id, l.name, row_number() OVER (PARTITION BY l.name ORDER BY w.id) AS rn FROM {db}.w w "
+            "LEFT JOIN {db}.l l ON w.k = l.k",
+        ),
+    ),
+    odds=(("w", 0.85), ("l", 0.35)),  # most views read w alone: change it most rounds
 )
 
 

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.aggregates import Extreme
-from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms
+from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms, windows
 from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
@@ -27,6 +27,8 @@ from tests.harness import (
     OUTER,
     SINGLE,
     USING,
+    WINDOWS,
+    WT,
     A,
     AnsiHarness,
     B,
@@ -38,7 +40,9 @@ from tests.harness import (
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"chains": 3, "single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
+FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, WINDOWS, CHAINS]
+SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
+SAMPLE |= {"windows": 1, "chains": 2}
 # x4, x9, x3, x13, x15 views: 240 + 1035 + 450 + 1040 + 1125 checks
 STRESS = {
     "chains": 45,
@@ -49,6 +53,7 @@ STRESS = {
     "outer": 75,
     "coerced": 60,
     "using": 60,
+    "windows": 35,
 }
 
 
@@ -71,9 +76,7 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
         assert report.adoptions > 0, "no new row's only match went in the same round"
 
 
-@pytest.mark.parametrize(
-    "family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, CHAINS], ids=lambda f: f.name
-)
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
@@ -93,9 +96,7 @@ def test_randomized_sums_near_their_limits_under_both_ansi_settings(spark, spark
 
 
 @pytest.mark.stress
-@pytest.mark.parametrize(
-    "family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, CHAINS], ids=lambda f: f.name
-)
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
     _run(
@@ -331,3 +332,20 @@ def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark,
 
     monkeypatch.setattr(joins, "key_ranges", smallest_only)
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=9)
+
+
+def test_harness_catches_partitions_left_by_their_rows(spark, spark_db, monkeypatch):
+    """A window view's touched partitions taken from the rows a change adds only: the partition a
+    row leaves (deleted, or moved to another key by an update) keeps its stale rows."""
+    original = windows.touched_select
+
+    def added_only(*args, **kwargs):
+        select = original(*args, **kwargs)
+        net = select.find(exp.Having)
+        net.set("this", exp.GT(this=exp.Sum(this=render.col("__ivm_d")), expression=render.lit(0)))
+        return select
+
+    monkeypatch.setattr(windows, "touched_select", added_only)
+    sql = "SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY ts, id) AS rn FROM {db}.w"
+    family = Family("broken_windows", (WT,), (View("wv", sql),))
+    assert _mismatches(spark, spark_db, family, 12, seed=3) > 0

@@ -11,7 +11,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `join_tree`: outer joins a predicate makes inner rewritten, then the FROM clause as a tree
   (with `nulls`, the NULL analysis both rely on, and `functions`, what the analysis knows of
   Spark's functions);
-- `shape`: outputs, grouping and aggregates, the view's class and hidden columns.
+- `shape`: outputs, grouping and aggregates, the view's class and hidden columns;
+- `windows`: a window view's SELECT, the query over it, and the partition its windows share.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from collections.abc import Iterable
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import shape
+from dbt_ivm.analyze import shape, windows
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
 from dbt_ivm.analyze.parsing import DIALECT, Schema, parse, schema_key, source_references, source_tables
 from dbt_ivm.analyze.refusals import check_constructs, check_groups, check_merged
 from dbt_ivm.errors import UnsupportedView
-from dbt_ivm.ir import ViewPlan
+from dbt_ivm.ir import ViewClass, ViewPlan
 
 __all__ = [
     "ALGEBRAIC_AGGREGATES",
@@ -60,11 +61,44 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     if missing:
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     check_groups(raw)
-    tree = normalize(raw, schema)
+    tree = windows.with_window_subquery(normalize(raw, schema))
     if not isinstance(tree, exp.Select):
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
-    check_merged(tree)
-    return _plan(simplify_outer_joins(tree), schema, declared)
+    rows, outer = windows.split(tree)
+    check_merged(rows)
+    if outer is None and not windows.has_window(rows):
+        return _plan(simplify_outer_joins(tree), schema, declared)
+    return _window_plan(tree, rows, outer, schema, declared)
+
+
+def _window_plan(
+    query: exp.Select, rows: exp.Select, outer: exp.Select | None, schema: Schema, declared: tuple[str, ...]
+) -> ViewPlan:
+    """The plan of a window view: `rows` computes the windows (`query` itself, or the derived
+    table `outer` reads)."""
+    simplified = simplify_outer_joins(rows)
+    if outer is not None:
+        query = query.copy()
+        query.args["from_"].this.set("this", simplified)
+    else:
+        query = simplified
+    rows = windows.split(query)[0]
+    sources, tree = join_tree(rows, schema)
+    where = rows.args.get("where")
+    shape.output_columns(rows)  # the stored columns: named, none hidden, none twice
+    verbatim.check_round_trip(query)
+    shared = windows.windows(rows, outer)
+    return ViewPlan(
+        view_class=ViewClass.WINDOW,
+        query=query,
+        sources=sources,
+        tree=tree,
+        where=where.this if where is not None else None,
+        outputs=shape.output_columns(query),
+        hidden=shape.window_hidden_columns(shared.partition_by),
+        functions=declared,
+        windows=shared,
+    )
 
 
 def _plan(select: exp.Select, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:

@@ -29,6 +29,7 @@ from dbt_ivm.analyze.functions import (
 )
 from dbt_ivm.analyze.join_tree import parenthesized
 from dbt_ivm.analyze.parsing import DIALECT, cte_names, refuse, snippet
+from dbt_ivm.analyze.windows import check_window, in_window
 from dbt_ivm.ir import HIDDEN_PREFIX, is_hidden
 
 RESERVED_HINT = f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns"
@@ -169,7 +170,7 @@ def _check_join(join: exp.Join) -> None:
 
 def _check_aggregate(node: exp.Expr) -> None:
     name = func_key(node.this if isinstance(node, (exp.Filter, exp.WithinGroup)) else node)
-    if name in ORDER_SENSITIVE_AGGREGATES:
+    if name in ORDER_SENSITIVE_AGGREGATES and not in_window(node):  # a window's ORDER BY orders it
         raise refuse(
             f"aggregate {func_name(node)}(), whose value depends on the order of the rows (which Spark does not "
             "define), so a recompute may give another value",
@@ -194,7 +195,7 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
     parent = node.parent
     if isinstance(parent, exp.Dot) and parent.expression is node:
         name = f"{parent.this.sql(dialect=DIALECT).replace('`', '').lower()}.{name}"
-    elif name in WINDOW_NAMES:
+    elif name in WINDOW_NAMES and not in_window(node):
         raise refuse(f"window function {name}()", node, "use materialized='table'")
     elif name in BUILTIN_NAMES:
         return
@@ -209,10 +210,12 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
 
 
 RULES: tuple[Refusal | Check, ...] = (
+    Check(_of(exp.Window), lambda window, _: check_window(window)),
     Refusal(
-        _of(exp.Window),
-        lambda node: f"window function {snippet(node)}",
-        "use materialized='table', or aggregate with GROUP BY",
+        _of(exp.Qualify),
+        _named("QUALIFY"),
+        "filter in a query over the windows' rows: SELECT * FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn …) "
+        "WHERE rn = 1",
     ),
     Refusal(_of(exp.Limit, exp.Fetch), _named("LIMIT"), "drop the LIMIT, or use materialized='table'"),
     Refusal(_of(exp.Offset), _named("OFFSET"), "drop the OFFSET, or use materialized='table'"),
@@ -252,9 +255,9 @@ RULES: tuple[Refusal | Check, ...] = (
         "rewrite it as a JOIN, or use materialized='table'",
     ),
     Refusal(
-        _of(exp.IgnoreNulls, exp.RespectNulls),
+        lambda node: isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)) and not isinstance(node.parent, exp.Window),
         lambda node: f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS",
-        "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway",
+        "drop it: COUNT(x), SUM, AVG, MIN and MAX skip NULLs anyway (a window function takes it)",
     ),
     Check(is_aggregate, lambda node, _: _check_aggregate(node)),
     Check(_of(exp.Anonymous), _check_function),

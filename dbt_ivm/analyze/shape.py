@@ -26,6 +26,7 @@ from dbt_ivm.ir import (
     ViewClass,
     group_column,
     is_hidden,
+    partition_column,
 )
 
 
@@ -177,3 +178,12 @@ def hidden_columns(
         return (*keys, count, *(h for agg in aggregates for h in aggregate_state(agg)))
     rids = [HiddenColumn(s.rid, Role.ROW_IDENTITY, f"{s.alias} ({s.table})") for s in sources]
     return (*rids, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))
+
+
+def window_hidden_columns(partition_by: tuple[exp.Expr, ...]) -> tuple[HiddenColumn, ...]:
+    """A window view's: each PARTITION BY value its windows share, and each row's multiplicity."""
+    keys = [
+        HiddenColumn(partition_column(i), Role.PARTITION_KEY, p.sql(dialect=DIALECT))
+        for i, p in enumerate(partition_by)
+    ]
+    return (*keys, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))

@@ -95,13 +95,18 @@ def _hint_broadcast(query: exp.Select, alias: str) -> exp.Select:
 
 def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
     """What `ref()` returns: the model's columns, each stored row repeated `count` times."""
+    return repeated_rows([o.name for o in plan.outputs], backing)
+
+
+def repeated_rows(columns: Sequence[str], backing: TableName) -> exp.Select:
+    """`columns` of the stored rows, each row repeated `count` times."""
     n = ident(f"{HIDDEN_PREFIX}n")
     lateral = exp.Lateral(
         this=exp.Explode(this=exp.GenerateSeries(start=lit(1), end=col(COUNT_COLUMN))),
         view=True,
         alias=exp.TableAlias(this=ident(f"{HIDDEN_PREFIX}e"), columns=[n]),
     )
-    select = exp.select(*[col(o.name) for o in plan.outputs]).from_(backing.to_table())
+    select = exp.select(*[col(c) for c in columns]).from_(backing.to_table())
     select.set("laterals", [lateral])
     return select
 
@@ -198,17 +203,36 @@ def merge_statement(
     `value_ranges`) narrow the target side.
     """
     t, s = "t", "s"
-    new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
     corrupt = (
         f"fast_mv {backing}: the change set removes rows the view does not hold; "
         "its stored state is inconsistent: run dbt with --full-refresh for this model"
     )
+    whens = count_clauses(_stored_columns(plan), corrupt, t, s)
+    target = backing.to_table()
+    target.set("alias", exp.TableAlias(this=ident(t)))
+    on = key_match(plan, t, s)
+    if identities is not None:
+        on = exp.and_(on, identity_filter(plan, identities, t))
+    if stats is not None:
+        on = exp.and_(on, *value_ranges(ranged or {}, stats, t))
+    return exp.Merge(
+        this=target,
+        using=temp_table(delta).as_(s),
+        on=on,
+        whens=exp.Whens(expressions=whens),
+    )
+
+
+def count_clauses(columns: Sequence[str], corrupt: str, t: str, s: str) -> list[exp.When]:
+    """A MERGE's clauses that add the change set `s`'s `__ivm_d` to the stored rows `t`'s count:
+    delete at 0, else update; insert `columns` with the delta when no row matches. A count that
+    would not be positive fails the MERGE with `corrupt`."""
+    new_count = exp.Add(this=col(COUNT_COLUMN, t), expression=col(DELTA_COLUMN, s))
 
     def positive_or_fail(value: exp.Expr) -> exp.Expr:
         return exp.If(this=exp.GT(this=value.copy(), expression=lit(0)), true=value.copy(), false=raise_error(corrupt))
 
-    cols = _stored_columns(plan)
-    whens = [
+    return [
         exp.When(
             matched=True,
             source=False,
@@ -224,24 +248,13 @@ def merge_statement(
             matched=False,
             source=False,
             then=exp.Insert(
-                this=exp.Tuple(expressions=[col(c) for c in [*cols, COUNT_COLUMN]]),
-                expression=exp.Tuple(expressions=[col(c, s) for c in cols] + [positive_or_fail(col(DELTA_COLUMN, s))]),
+                this=exp.Tuple(expressions=[col(c) for c in [*columns, COUNT_COLUMN]]),
+                expression=exp.Tuple(
+                    expressions=[col(c, s) for c in columns] + [positive_or_fail(col(DELTA_COLUMN, s))]
+                ),
             ),
         ),
     ]
-    target = backing.to_table()
-    target.set("alias", exp.TableAlias(this=ident(t)))
-    on = key_match(plan, t, s)
-    if identities is not None:
-        on = exp.and_(on, identity_filter(plan, identities, t))
-    if stats is not None:
-        on = exp.and_(on, *value_ranges(ranged or {}, stats, t))
-    return exp.Merge(
-        this=target,
-        using=temp_table(delta).as_(s),
-        on=on,
-        whens=exp.Whens(expressions=whens),
-    )
 
 
 class IdentityRules:

@@ -1338,21 +1338,21 @@ ACCEPTED: list[Accepted] = [
 REFUSED: list[Refused] = [
     # --- ordering, limits, windows ------------------------------------------------------------
     no(
-        "window_row_number",
-        "select id, row_number() over (partition by status order by id) as rn from eq_shop.orders",
-        "window function",
+        "window_over_aggregate",
+        "select status, count(*) as n, rank() over (order by count(*)) as r from eq_shop.orders group by status",
+        "window functions together with GROUP BY (a window over an aggregate)",
     ),
     no(
-        "window_sum",
-        "select id, sum(amount) over (partition by customer_id) as running from eq_shop.orders",
-        "window function",
+        "window_unordered_first_value",
+        "select id, first_value(amount) over (partition by customer_id) as f from eq_shop.orders",
+        "without ORDER BY",
     ),
     no(
         "window_named",
         "select id, sum(amount) over w as s from eq_shop.orders window w as (partition by status)",
-        "window function",
+        "a named window",
     ),
-    no("qualify", "select id from eq_shop.orders qualify row_number() over (order by id) = 1", "window function"),
+    no("qualify", "select id from eq_shop.orders qualify row_number() over (order by id) = 1", "QUALIFY"),
     no("limit", "select id from eq_shop.orders limit 10", "LIMIT"),
     no("limit_in_subquery", "select t.id from (select id from eq_shop.orders limit 3) t", "LIMIT"),
     no("offset", "select id from eq_shop.orders offset 3", "OFFSET"),

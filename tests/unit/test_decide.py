@@ -10,7 +10,7 @@ import pytest
 from dbt_ivm.analyze import analyze
 from dbt_ivm.catalog import CatalogEntry, Stored, encode_settings
 from dbt_ivm.classes import rules_for
-from dbt_ivm.decide import Path, decide
+from dbt_ivm.decide import Path, auto_choice, decide
 from dbt_ivm.errors import StateError
 from dbt_ivm.inspection import Inspection, Model, Moved
 from dbt_ivm.ir import Span, TableName
@@ -139,3 +139,16 @@ def test_a_replaced_source_rebuilds_under_auto_and_is_read_whole_under_increment
     assert auto.path is Path.BUILD and "a source was replaced: db.o (CREATE OR REPLACE" in auto.notices[-1]
     incremental = decide(inspection("incremental", history=history))
     assert incremental.path is Path.REFRESH and "reading its whole change feed" in incremental.notices[0]
+
+
+def test_auto_rebuilds_a_window_view_that_is_one_partition():
+    """Its refresh recomputes the whole view from the sources, and then compares it with the stored
+    rows: a rebuild does less. A view partitioned by a key is weighed as any other."""
+    sizes = {"db.o": 10_000_000, "db.v__ivm": 10_000_000}
+    for sql, rebuilds in (
+        ("select o.id, row_number() over (order by o.amt, o.id) as pos from db.o o", True),
+        ("select o.id, row_number() over (partition by o.id order by o.amt) as pos from db.o o", False),
+    ):
+        plan = analyze(sql, SCHEMA)
+        i = dataclasses.replace(inspection("auto", sizes=sizes), plan=plan, rules=rules_for(plan))
+        assert auto_choice(i).rebuild is rebuilds

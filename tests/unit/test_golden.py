@@ -11,8 +11,24 @@ from pathlib import Path
 import pytest
 
 from dbt_ivm import analyze, consistency, verbatim
-from dbt_ivm.classes import aggregate, joins
-from tests.unit.views import AGG, BACKING, FULL, GLOBAL, JOIN, LEFT, NESTED, NEW, OLD, OUTER_SCHEMA, SCHEMA, SELF
+from dbt_ivm.classes import aggregate, joins, windows
+from tests.unit.views import (
+    AGG,
+    BACKING,
+    FULL,
+    GLOBAL,
+    JOIN,
+    LATEST,
+    LEFT,
+    NESTED,
+    NEW,
+    OLD,
+    OUTER_SCHEMA,
+    RANKED,
+    SCHEMA,
+    SELF,
+    WINDOW_SCHEMA,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -62,6 +78,13 @@ CASES = {
     "merge_aggregate": lambda: aggregate.merge_statement(analyze(AGG, SCHEMA), BACKING, "__ivm_delta_x", "__ivm_r_x"),
     "merge_global_insert_only": lambda: aggregate.merge_statement(analyze(GLOBAL, SCHEMA), BACKING, "__ivm_d_x", None),
     "view_aggregate": _agg_view,
+    "build_window": lambda: windows.build_select(analyze(LATEST, WINDOW_SCHEMA), {"db.h": 4}),
+    "touched_window_join": lambda: windows.touched_select(
+        analyze(RANKED, WINDOW_SCHEMA), OLD, NEW, {0: "__ivm_chg_0", 1: "__ivm_chg_1"}
+    ),
+    "delta_window": lambda: windows.delta_select(analyze(RANKED, WINDOW_SCHEMA), BACKING, NEW, "__ivm_parts_x"),
+    "merge_window": lambda: windows.merge_statement(analyze(LATEST, WINDOW_SCHEMA), BACKING, "__ivm_delta_x"),
+    "view_window_filtered": lambda: windows.view_select(analyze(LATEST, WINDOW_SCHEMA), BACKING),
     "recompute": lambda: consistency.consistency_sql(BACKING, consistency.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
     "recompute_float_columns": lambda: consistency.consistency_sql(
         BACKING, consistency.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}

@@ -26,3 +26,14 @@ NESTED = (
     "select o.id, c.name, r.label from db.o o left join db.c c on o.cust = c.cid "
     "left join db.r r on c.cid = r.cid and r.label <> c.name"
 )
+# Window views (`classes.windows`): keep-the-latest over a derived table, and a window over a join.
+WINDOW_SCHEMA = {**SCHEMA, "db.h": {"id": "int", "key": "int", "eff": "timestamp", "val": "string"}}
+LATEST = (
+    "select key, val from (select key, val, row_number() over (partition by key order by eff desc, id) as rn "
+    "from db.h) s where rn = 1"
+)
+RANKED = (
+    "select o.id, c.name, rank() over (partition by c.name order by o.amt) as r, "
+    "sum(o.amt) over (partition by c.name, o.cust order by o.id rows between 1 preceding and current row) as s "
+    "from db.o o join db.c c on o.cust = c.cid"
+)

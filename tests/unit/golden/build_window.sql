@@ -1,0 +1,26 @@
+SELECT
+  `key`,
+  `val`,
+  `rn`,
+  `__ivm_p_0`,
+  COUNT(*) AS `__ivm_count`
+FROM (
+  SELECT
+    `h`.`key` AS `key`,
+    `h`.`val` AS `val`,
+    ROW_NUMBER() OVER (PARTITION BY `h`.`key` ORDER BY `h`.`eff` DESC, `h`.`id`) AS `rn`,
+    `h`.`key` AS `__ivm_p_0`
+  FROM (
+    SELECT
+      `id`,
+      `key`,
+      `eff`,
+      `val`
+    FROM `db`.`h` VERSION AS OF 4
+  ) AS `h`
+) AS `__ivm_v`
+GROUP BY
+  `key`,
+  `val`,
+  `rn`,
+  `__ivm_p_0`

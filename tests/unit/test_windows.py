@@ -1,0 +1,129 @@
+"""Window views (`analyze.windows`, `classes.windows`): what analysis accepts, the partition a
+refresh recomputes, and what it refuses, by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt_ivm import analyze
+from dbt_ivm.classes import rules_for, windows
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.explain import explain
+from dbt_ivm.ir import Role, ViewClass
+from dbt_ivm.verbatim import DIALECT
+from tests.unit.views import BACKING, LATEST, RANKED, WINDOW_SCHEMA
+
+H = "from db.h"
+BY_KEY = "partition by key order by eff, id"
+
+
+@pytest.mark.parametrize(
+    "sql,partition,columns",
+    [
+        (f"select id, row_number() over ({BY_KEY}) as rn {H}", ["`h`.`key`"], ["id", "rn"]),
+        (
+            f"select id, rank() over (partition by key order by eff) as r, dense_rank() over (partition by key "
+            f"order by eff) as d, percent_rank() over (partition by key order by eff) as p, cume_dist() over "
+            f"(partition by key order by eff) as c, ntile(4) over ({BY_KEY}) as n {H}",
+            ["`h`.`key`"],
+            ["id", "r", "d", "p", "c", "n"],
+        ),
+        (
+            f"select id, lag(val, 2, 'none') over ({BY_KEY}) as l, lead(eff) over ({BY_KEY}) as e, "
+            f"first_value(val) ignore nulls over ({BY_KEY}) as f, nth_value(val, 2) over ({BY_KEY}) as n {H}",
+            ["`h`.`key`"],
+            ["id", "l", "e", "f", "n"],
+        ),
+        (
+            f"select id, last_value(val, true) over (partition by key order by eff, id rows between unbounded "
+            f"preceding and current row) as filled {H}",
+            ["`h`.`key`"],
+            ["id", "filled"],
+        ),
+        # the partition every window shares: a partition of it is a union of each window's
+        (
+            f"select id, rank() over (partition by key, val order by eff) as r, count(*) over (partition by val, "
+            f"key) as n, sum(id) over (partition by key) as s {H}",
+            ["`h`.`key`"],
+            ["id", "r", "n", "s"],
+        ),
+        # no PARTITION BY shared: the whole view is one partition
+        (
+            f"select id, rank() over (partition by key order by eff) as r, sum(id) over () as total {H}",
+            [],
+            ["id", "r", "total"],
+        ),
+        (LATEST, ["`h`.`key`"], ["key", "val"]),
+        (RANKED, ["`c`.`name`"], ["id", "name", "r", "s"]),
+        # SCD-2 end dates and the current flag, as a CTE read by a projection
+        (
+            f"with v as (select key, eff, lead(eff) over ({BY_KEY}) as next_eff {H}) "
+            "select key, eff, next_eff as end_eff, case when next_eff is null then true else false end as cur from v",
+            ["`h`.`key`"],
+            ["key", "eff", "end_eff", "cur"],
+        ),
+    ],
+)
+def test_accepted_window_views(sql, partition, columns):
+    plan = analyze(sql, WINDOW_SCHEMA)
+    assert plan.view_class is ViewClass.WINDOW
+    assert plan.windows is not None
+    assert [p.sql(dialect=DIALECT) for p in plan.windows.partition_by] == partition
+    assert [o.name for o in plan.outputs] == columns
+    keys = [h.name for h in plan.hidden if h.role is Role.PARTITION_KEY]
+    assert keys == [f"__ivm_p_{i}" for i in range(len(partition))]
+    assert analyze(plan.normalized_sql, WINDOW_SCHEMA).normalized_sql == plan.normalized_sql  # a fixpoint
+
+
+@pytest.mark.parametrize(
+    "sql,construct",
+    [
+        (
+            "select key, count(*) as n, rank() over (order by count(*)) as r from db.h group by key",
+            "window functions together with GROUP BY (a window over an aggregate)",
+        ),
+        ("select id, sum(id) over (partition by key) as s, max(id) as m from db.h", "a window over an aggregate"),
+        ("select distinct key, rank() over (order by key) as r from db.h", "window functions together with DISTINCT"),
+        (f"select id, first_value(val) over (partition by key) as f {H}", "without ORDER BY"),
+        (f"select id, lag(val) over (partition by key) as f {H}", "without ORDER BY"),
+        (f"select id, rank() over w as r {H} window w as (partition by key order by eff)", "a named window"),
+        (f"select id {H} qualify row_number() over ({BY_KEY}) = 1", "QUALIFY"),
+        (
+            f"select key, max(rn) as n from (select key, row_number() over ({BY_KEY}) as rn {H}) s group by key",
+            "GROUP BY in the query over window functions' rows",
+        ),
+        (
+            f"select s.key from (select key, row_number() over ({BY_KEY}) as rn {H}) s join db.c c on s.key = c.cid",
+            "a FROM subquery or CTE that could not be merged",
+        ),
+        (f"select id, sum(id) over ({BY_KEY}) as __ivm_s {H}", "reserved prefix"),
+    ],
+)
+def test_refused_window_views(sql, construct):
+    with pytest.raises(UnsupportedView) as info:
+        analyze(sql, WINDOW_SCHEMA)
+    assert construct in str(info.value)
+    assert info.value.hint
+
+
+def test_explain_names_the_partition_or_the_whole_view():
+    text = explain(LATEST, WINDOW_SCHEMA)
+    assert "class: window" in text
+    assert "recomputes the partitions (PARTITION BY `h`.`key`)" in text
+    assert "__ivm_p_0: partition key of `h`.`key`" in text
+    whole = explain(f"select id, row_number() over (order by eff, id) as pos {H}", WINDOW_SCHEMA)
+    assert "recomputes the whole view" in whole and "one partition" in whole
+    assert "partition by: `h`.`key`" in text
+    assert "partition by: none shared by every window: the whole view is one partition" in whole
+
+
+def test_the_outer_query_reads_the_stored_rows():
+    """`ref()` applies the query over the window's rows (`WHERE rn = 1`) to the stored rows: the
+    storage keeps every row of a partition, so a refresh recomputes partitions whole."""
+    plan = analyze(LATEST, WINDOW_SCHEMA)
+    view = windows.view_select(plan, BACKING).sql(dialect=DIALECT)
+    assert view.endswith("WHERE `s`.`rn` = 1")
+    assert "FROM `db`.`v__ivm` LATERAL VIEW EXPLODE(SEQUENCE(1, `__ivm_count`))" in view
+    build = windows.build_select(plan, {"db.h": 2}).sql(dialect=DIALECT)
+    assert "`rn` = 1" not in build  # the storage holds the whole partition
+    assert rules_for(plan) is windows.RULES

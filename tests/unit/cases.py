@@ -401,6 +401,37 @@ ACCEPTED: list[Accepted] = [
         RID2,
     ),
     ok(
+        "subquery_nested_calls",
+        "select * from (select upper(upper(c.name)) as k from eq_shop.customers c) s",
+        SINGLE,
+        "c",
+        "c:P",
+        RID1,
+        normalized_has=("UPPER(UPPER(`c`.`name`)) AS `k`",),
+    ),
+    ok(  # dbt_utils.generate_surrogate_key(['id', 'name']) in a CTE
+        "cte_surrogate_key",
+        "with keyed as (select md5(cast(concat(coalesce(cast(c.id as string), '_dbt_utils_surrogate_key_null_'), "
+        "'-', coalesce(cast(c.name as string), '_dbt_utils_surrogate_key_null_')) as string)) as customer_sk, "
+        "c.id, c.tier from eq_shop.customers c) "
+        "select o.id, k.customer_sk, k.tier from eq_shop.orders o join keyed k on o.customer_id = k.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+        normalized_has=("MD5(CAST(CONCAT(COALESCE(CAST(`c`.`id` AS STRING), '_dbt_utils_surrogate_key_null_')",),
+    ),
+    ok(  # the point-in-time join to a range (an SCD-2 dimension's validity)
+        "between_join_range",
+        "select o.id, r.name from eq_shop.orders o join eq_shop.regions r "
+        "on o.region_id = r.id and o.customer_id between r.id and r.id + 10 and o.amount > 0",
+        INNER,
+        "inner(o, r)",
+        "o:P r:P",
+        RID2,
+        normalized_has=("BETWEEN `r`.`id` AND `r`.`id` + 10 AND `o`.`amount` > 0",),
+    ),
+    ok(
         "subquery_preserved_constant",
         "select o.id, o.k, x.name from (select id, customer_id, 'k' as k "
         "from eq_shop.orders where amount > 0) o left join eq_shop.customers x on o.customer_id = x.id",

@@ -21,6 +21,7 @@ from tests.harness import (
     JOINS,
     KEYED,
     LIMITS,
+    MERGED,
     OR,
     OS,
     OUTER,
@@ -37,9 +38,19 @@ from tests.harness import (
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
-# x4, x9, x3, x13, x15 views: 240 + 1035 + 450 + 1040 + 1125 checks
-STRESS = {"single": 60, "joins": 115, "keyed": 150, "aggregates": 80, "outer": 75, "coerced": 60, "using": 60}
+SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2, "merged": 2}
+# x4, x9, x3, x13, x15, x5 views: 240 + 1035 + 450 + 1040 + 1125 + 500 checks
+STRESS = {
+    "single": 60,
+    "joins": 115,
+    "keyed": 150,
+    "aggregates": 80,
+    "outer": 75,
+    "coerced": 60,
+    "using": 60,
+    "merged": 100,
+}
+FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:
@@ -61,7 +72,7 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
         assert report.adoptions > 0, "no new row's only match went in the same round"
 
 
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or SAMPLE[family.name]
     _run(spark, spark_db, family, rounds, request.config.getoption("--seed") or 7)
@@ -81,7 +92,7 @@ def test_randomized_sums_near_their_limits_under_both_ansi_settings(spark, spark
 
 
 @pytest.mark.stress
-@pytest.mark.parametrize("family", [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING], ids=lambda f: f.name)
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
 def test_randomized_stress(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds") or STRESS[family.name]
     _run(

@@ -128,16 +128,31 @@ class Call(*exp.Anonymous.__bases__):  # type: ignore[misc]  # the bases of a pl
     is_var_len_args: ClassVar[bool] = True
 
 
+def _replace_all(tree: exp.Expr, kind: type[exp.Expr], make: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """`tree` (in place) with every node of exactly `kind` replaced by `make(node)`, innermost first:
+    sqlglot's `transform` does not descend into a node it replaced, so a call inside a replaced
+    call would stay as it was."""
+    return _bottom_up(tree, lambda n: make(n) if isinstance(n, kind) else n)
+
+
+def _bottom_up(tree: exp.Expr, one: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """`tree` (in place) with each node replaced by `one(node)`, children before their parent."""
+    for node in reversed(list(tree.walk())):  # a node's descendants come after it in the walk
+        made = one(node)
+        if made is node:
+            continue
+        if node is tree:
+            return made
+        node.replace(made)
+    return tree
+
+
 def as_calls(tree: exp.Expr) -> exp.Expr:
-    return tree.transform(
-        lambda n: Call(this=n.this, expressions=n.expressions) if isinstance(n, exp.Anonymous) else n, copy=False
-    )
+    return _replace_all(tree, exp.Anonymous, lambda n: Call(this=n.this, expressions=n.expressions))
 
 
 def as_anonymous(tree: exp.Expr) -> exp.Expr:
-    return tree.transform(
-        lambda n: exp.Anonymous(this=n.this, expressions=n.expressions) if isinstance(n, Call) else n, copy=False
-    )
+    return _replace_all(tree, Call, lambda n: exp.Anonymous(this=n.this, expressions=n.expressions))
 
 
 def to_sql(expression: exp.Expr, pretty: bool = False) -> str:
@@ -156,7 +171,9 @@ def _canonical(tree: exp.Expr) -> exp.Expr:
     a CAST) and the CAST that writes it (Spark's CAST parses as sqlglot's non-safe TryCast); the
     COALESCE that sqlglot writes for a USING join, and the CONCAT it writes for adjacent string
     literals ('it''s' is 'it' 's' in Spark), and the plain calls they read back as; a struct
-    field `t.st.a`, qualified as a field of a column and read back as a three-part column."""
+    field `t.st.a`, qualified as a field of a column and read back as a three-part column; a
+    chain of ANDs (or of ORs) however grouped, `x AND (y AND z)` written as `x AND y AND z`
+    (both associate in Spark's three-valued logic; a chain mixing AND and OR keeps its grouping)."""
 
     def one(node: exp.Expr) -> exp.Expr:
         if type(node) is exp.Cast:
@@ -171,9 +188,26 @@ def _canonical(tree: exp.Expr) -> exp.Expr:
             for part in parts[2:]:
                 field = exp.Dot(this=field, expression=part)
             return field
+        if type(node) in (exp.And, exp.Or):
+            return _left_deep(type(node), _chained(node, type(node)))
         return node
 
-    return tree.copy().transform(one)
+    return _bottom_up(tree.copy(), one)
+
+
+def _chained(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The operands of the chain of `kind` (AND or OR) at `node`, parenthesized links included."""
+    inner = node.this if isinstance(node, exp.Paren) else node
+    if type(inner) is not kind:
+        return [node]
+    return _chained(inner.this, kind) + _chained(inner.expression, kind)
+
+
+def _left_deep(kind: type[exp.Expr], operands: list[exp.Expr]) -> exp.Expr:
+    chain = operands[0]
+    for operand in operands[1:]:
+        chain = kind(this=chain, expression=operand)
+    return chain
 
 
 def _reads_back(node: exp.Expr, text: str) -> bool:

@@ -661,6 +661,46 @@ OUTER = Family(
 )
 
 
+# Subqueries and CTEs merged into the query as dbt projects write them: a point-in-time join to a
+# range by BETWEEN, dbt_utils' surrogate key (nested calls) in a CTE, dbt's inlined ephemeral model
+# (a filtered `__dbt__cte__` CTE) on a LEFT JOIN's null-supplied side, a merged boolean projection
+# read inside another predicate.
+SURROGATE_KEY = (
+    "md5(cast(concat(coalesce(cast(k AS string), '_dbt_utils_surrogate_key_null_'), '-', "
+    "coalesce(cast(v AS string), '_dbt_utils_surrogate_key_null_')) AS string))"
+)
+MERGED = Family(
+    "merged",
+    (OR, OS),
+    (
+        View(
+            "m_between", "SELECT r.k, r.v, s.w FROM {db}.r r JOIN {db}.s s ON r.k = s.k AND r.j BETWEEN s.j AND s.j + 1"
+        ),
+        View(
+            "m_between_left",
+            "SELECT r.k, r.j, s.w FROM {db}.r r LEFT JOIN {db}.s s "
+            "ON r.k = s.k AND r.j BETWEEN s.j - 1 AND s.j AND s.w IS NOT NULL",
+        ),
+        View(
+            "m_surrogate_key",
+            f"WITH keyed AS (SELECT {SURROGATE_KEY} AS sk, k, upper(upper(v)) AS uv FROM {{db}}.r WHERE j IS NOT NULL) "
+            "SELECT keyed.sk, keyed.uv, s.w FROM keyed JOIN {db}.s s ON keyed.k = s.k",
+        ),
+        View(
+            "m_ephemeral",
+            "WITH __dbt__cte__s AS (SELECT k, j, upper(w) AS w FROM {db}.s WHERE w <> 'c' AND j IS NOT NULL) "
+            "SELECT r.k, r.v, e.w, e.j FROM {db}.r r LEFT JOIN __dbt__cte__s e ON r.k = e.k",
+        ),
+        View(
+            "m_boolean",
+            "WITH f AS (SELECT k, w, j > 1 OR w = 'a' AS hot FROM {db}.s) "
+            "SELECT r.k, r.v, f.w, f.hot FROM {db}.r r LEFT JOIN f ON r.k = f.k AND NOT f.hot",
+        ),
+    ),
+    restores=True,
+    adopts=0.2,
+)
+
 # Join keys of different types: Spark casts the STRING side to a number before it compares, so
 # keys distinct as stored ('1', '01') are one key to the join (the unique-key flip must not trust
 # the stored values).

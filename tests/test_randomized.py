@@ -22,6 +22,7 @@ from tests.harness import (
     JOINS,
     KEYED,
     LIMITS,
+    MERGED,
     OR,
     OS,
     OUTER,
@@ -40,10 +41,9 @@ from tests.harness import (
 
 pytestmark = pytest.mark.spark
 
-FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, WINDOWS, CHAINS]
 SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
-SAMPLE |= {"windows": 1, "chains": 2}
-# x4, x9, x3, x13, x15 views: 240 + 1035 + 450 + 1040 + 1125 checks
+SAMPLE |= {"merged": 2, "windows": 1, "chains": 2}
+# x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
     "single": 60,
@@ -54,7 +54,9 @@ STRESS = {
     "coerced": 60,
     "using": 60,
     "windows": 35,
+    "merged": 100,
 }
+FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:

@@ -47,8 +47,8 @@ def normalize(tree: exp.Expr, schema: Schema) -> exp.Expr:
     _restore_output_names(tree, schema)
     tree = eliminate_subqueries(tree)
     _check_null_supplied_subqueries(tree)
-    tree = merge_subqueries(_inline_shared_ctes(verbatim.as_calls(tree)))
-    tree = verbatim.as_anonymous(eliminate_ctes(tree))
+    tree = merge_subqueries(_filters_into_on(_inline_shared_ctes(verbatim.as_calls(tree))))
+    tree = _keep_grouping(verbatim.as_anonymous(eliminate_ctes(tree)))
     return quote_identifiers(tree, dialect=DIALECT, identify=True)  # merging renames unquoted
 
 
@@ -75,6 +75,60 @@ def _inline_shared_ctes(tree: exp.Expr) -> exp.Expr:
         cte.pop()
     if not with_.expressions:
         with_.pop()
+    return tree
+
+
+ON_FILTER = "__ivm_on_filter"  # the projection that carries a null-supplied filter to its join's ON
+
+
+def _filters_into_on(tree: exp.Expr) -> exp.Expr:
+    """The WHERE of a one-table subquery or CTE on the null-supplied side of a LEFT JOIN moves into
+    the join's ON (in place), so that merge_subqueries, which merges no filtered subquery into an
+    outer join, merges it: `a LEFT JOIN (SELECT … FROM b WHERE p) x ON c` is `a LEFT JOIN b ON c AND p`
+    (a row of b that fails p joins nothing, as when the subquery drops it), once its projections
+    are NULL on padded rows (`_check_null_supplied_subqueries`). The filter goes through a
+    projection that the ON reads, so that merging writes it in the ON's names; the projection
+    goes with the subquery. Not for RIGHT or FULL joins: a FULL join would pad the dropped rows."""
+    moves: list[tuple[exp.Join, exp.Select]] = []
+    for scope in traverse_scope(tree):
+        for join in scope.expression.args.get("joins") or []:
+            source = scope.sources.get(join.alias_or_name)
+            left = (join.side or "").upper() == "LEFT" and not join.kind and join.args.get("on") is not None
+            select = source.expression if isinstance(source, Scope) else None
+            if left and isinstance(select, exp.Select) and _one_filtered_table(select):
+                moves.append((join, select))
+    for join, select in moves:
+        where = select.args["where"].pop()
+        select.select(exp.alias_(where.this, ON_FILTER, quoted=True), copy=False)
+        carried = exp.column(exp.to_identifier(ON_FILTER, quoted=True), table=join.alias_or_name, quoted=True)
+        join.set("on", exp.and_(join.args["on"], carried))
+    return tree
+
+
+def _one_filtered_table(select: exp.Expr) -> bool:
+    """A SELECT of columns and expressions from one table, with a WHERE and nothing else."""
+    return (
+        _mergeable(select)
+        and select.args.get("where") is not None
+        and isinstance((select.args.get("from_") or exp.From()).this, exp.Table)
+        and {k for k, v in select.args.items() if v} <= {"expressions", "from_", "where"}
+    )
+
+
+def _keep_grouping(tree: exp.Expr) -> exp.Expr:
+    """Parentheses (in place) around each AND or OR that an operator holds and whose text would
+    regroup without them: merge_subqueries puts a projection `a OR b` where the outer query read
+    its name (`x.ok AND c`, `NOT x.ok`, `x.ok = TRUE`) and, since sqlglot counts AND and OR as
+    functions, without parentheses. A chain of one connective needs none (they associate)."""
+    for node in list(tree.find_all(exp.Connector)):
+        parent = node.parent
+        if isinstance(parent, exp.Paren) or not isinstance(parent, (exp.Unary, exp.Binary, exp.Predicate)):
+            continue
+        if type(parent) is type(node) or (isinstance(parent, exp.Or) and isinstance(node, exp.And)):
+            continue
+        paren = exp.Paren()
+        node.replace(paren)
+        paren.set("this", node)
     return tree
 
 

@@ -333,7 +333,8 @@ def check_merged(select: exp.Select) -> None:
             f"a FROM subquery or CTE that could not be merged into the query ({snippet(sub)})",
             sub,
             "only select-project-join subqueries are merged (no GROUP BY, DISTINCT or aggregates; no joins "
-            "when joined to other tables; no WHERE on the null-supplied side of an outer join): write the "
+            "when joined to other tables; a WHERE on the null-supplied side of a LEFT JOIN only, over one table): "
+            "write the "
             "joins and filters out in the main query, or make the subquery its own fast_mv and select from it",
         )
     for col in select.find_all(exp.Column):

@@ -401,6 +401,84 @@ ACCEPTED: list[Accepted] = [
         RID2,
     ),
     ok(
+        "subquery_nested_calls",
+        "select * from (select upper(upper(c.name)) as k from eq_shop.customers c) s",
+        SINGLE,
+        "c",
+        "c:P",
+        RID1,
+        normalized_has=("UPPER(UPPER(`c`.`name`)) AS `k`",),
+    ),
+    ok(  # dbt_utils.generate_surrogate_key(['id', 'name']) in a CTE
+        "cte_surrogate_key",
+        "with keyed as (select md5(cast(concat(coalesce(cast(c.id as string), '_dbt_utils_surrogate_key_null_'), "
+        "'-', coalesce(cast(c.name as string), '_dbt_utils_surrogate_key_null_')) as string)) as customer_sk, "
+        "c.id, c.tier from eq_shop.customers c) "
+        "select o.id, k.customer_sk, k.tier from eq_shop.orders o join keyed k on o.customer_id = k.id",
+        INNER,
+        "inner(o, c)",
+        "o:P c:P",
+        RID2,
+        normalized_has=("MD5(CAST(CONCAT(COALESCE(CAST(`c`.`id` AS STRING), '_dbt_utils_surrogate_key_null_')",),
+    ),
+    ok(  # the point-in-time join to a range (an SCD-2 dimension's validity)
+        "between_join_range",
+        "select o.id, r.name from eq_shop.orders o join eq_shop.regions r "
+        "on o.region_id = r.id and o.customer_id between r.id - 3 and r.id + 3 and o.amount > 0",
+        INNER,
+        "inner(o, r)",
+        "o:P r:P",
+        RID2,
+        normalized_has=("BETWEEN `r`.`id` - 3 AND `r`.`id` + 3 AND `o`.`amount` > 0",),
+    ),
+    ok(  # the filter joins the ON: rows it drops are padded, as the subquery's absence pads them
+        "null_supplied_subquery_where",
+        "select o.id, x.name from eq_shop.orders o left join "
+        "(select id, name from eq_shop.customers where tier = 'gold') x on o.customer_id = x.id",
+        OUTER,
+        "left(o, customers)",
+        "o:P customers:N",
+        RID2,
+        normalized_has=("ON `o`.`customer_id` = `customers`.`id` AND `customers`.`tier` = 'gold'",),
+    ),
+    ok(  # dbt's inlined ephemeral model
+        "ephemeral_cte_left_join",
+        "with __dbt__cte__gold as (select c.id, upper(c.name) as name, c.region_id from eq_shop.customers c "
+        "where c.tier = 'gold' and c.region_id is not null) "
+        "select o.id, g.name, r.name as region from eq_shop.orders o left join __dbt__cte__gold g "
+        "on o.customer_id = g.id left join eq_shop.regions r on g.region_id = r.id",
+        OUTER,
+        "left(left(o, c), r)",
+        "o:P c:N r:N",
+        RID3,
+        normalized_has=("= `c`.`id` AND `c`.`tier` = 'gold' AND NOT `c`.`region_id` IS NULL LEFT JOIN",),
+    ),
+    ok(
+        "ephemeral_cte_in_cte_left_join",
+        "with __dbt__cte__gold as (select id, name from eq_shop.customers where tier = 'gold'), "
+        "orders_gold as (select o.id, g.name from eq_shop.orders o left join __dbt__cte__gold g "
+        "on o.customer_id = g.id where o.amount > 0) select * from orders_gold",
+        OUTER,
+        "left(o, customers)",
+        "o:P customers:N",
+        RID2,
+    ),
+    ok(  # a merged AND or OR keeps its grouping where the outer query reads its name
+        "cte_boolean_projections",
+        "with c as (select id, tier = 'gold' or name is null as vip, region_id > 0 and tier is not null as ok "
+        "from eq_shop.customers) select o.id, c.ok = true as ok_true from eq_shop.orders o join c "
+        "on o.customer_id = c.id and c.vip and c.ok where not c.ok or o.amount > 0",
+        INNER,
+        "inner(o, customers)",
+        "o:P customers:P",
+        RID2,
+        normalized_has=(
+            "(`customers`.`region_id` > 0 AND NOT `customers`.`tier` IS NULL) = TRUE AS `ok_true`",
+            "AND (`customers`.`tier` = 'gold' OR `customers`.`name` IS NULL) AND `customers`.`region_id` > 0 AND",
+            "WHERE NOT (`customers`.`region_id` > 0 AND NOT `customers`.`tier` IS NULL) OR",
+        ),
+    ),
+    ok(
         "subquery_preserved_constant",
         "select o.id, o.k, x.name from (select id, customer_id, 'k' as k "
         "from eq_shop.orders where amount > 0) o left join eq_shop.customers x on o.customer_id = x.id",
@@ -1630,11 +1708,23 @@ REFUSED: list[Refused] = [
         "from eq_shop.customers c join eq_shop.regions r on c.region_id = r.id) x on o.customer_id = x.id",
         "could not be merged",
     ),
-    no(
-        "null_supplied_subquery_where",
-        "select o.id, x.name from eq_shop.orders o left join "
+    no(  # a FULL join's padded rows would include the rows the filter drops
+        "full_join_filtered_subquery",
+        "select o.id, x.name from eq_shop.orders o full join "
         "(select id, name from eq_shop.customers where tier = 'gold') x on o.customer_id = x.id",
         "could not be merged",
+    ),
+    no(
+        "right_join_filtered_subquery_null_supplied",
+        "select o.id, x.name from (select id, name from eq_shop.customers where tier = 'gold') x "
+        "right join eq_shop.orders o on o.customer_id = x.id",
+        "could not be merged",
+    ),
+    no(
+        "ephemeral_left_join_filtered_constant",
+        "with __dbt__cte__gold as (select id, name, 'gold' as tier from eq_shop.customers where tier = 'gold') "
+        "select o.id, g.tier from eq_shop.orders o left join __dbt__cte__gold g on o.customer_id = g.id",
+        "null-supplied side",
     ),
     # --- names -------------------------------------------------------------------------------------------
     no("reserved_alias", "select id as __ivm_x from eq_shop.orders", "reserved prefix __ivm_"),

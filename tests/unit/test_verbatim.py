@@ -110,3 +110,51 @@ def test_a_merged_cte_keeps_its_functions():
     """sqlglot merges no subquery with a plain call (it could return rows): the engine's may."""
     plan = analyze("with x as (select id, log10(x) as l from db.t) select x.id, x.l from x", SCHEMA)
     assert plan.normalized_sql == "SELECT `t`.`id` AS `id`, LOG10(`t`.`x`) AS `l` FROM `db`.`t` AS `t`"
+
+
+def _conjunction(kind: type[exp.Connector], *operands: str) -> exp.Expr:
+    """`a kind (b kind c)` as a tree without parentheses, as a rewrite (not the parser) makes it."""
+    tail = exp.column(operands[-1])
+    for name in reversed(operands[:-1]):
+        tail = kind(this=exp.column(name), expression=tail)
+    return tail
+
+
+@pytest.mark.parametrize("kind", [exp.And, exp.Or])
+def test_a_right_nested_and_or_chain_reads_back_as_itself(kind):
+    """`x AND (y AND z)` is written `x AND y AND z` and read back as `(x AND y) AND z`: one value
+    (AND and OR associate in Spark's three-valued logic), so the round trip accepts it."""
+    tree = exp.select("id").from_("db.t").where(_conjunction(kind, "x", "y", "z"))
+    verbatim.check_round_trip(tree)
+
+
+def test_a_regrouping_that_changes_meaning_is_still_refused():
+    """`x AND (y OR z)` without its parentheses is written `x AND y OR z`: another predicate."""
+    tree = (
+        exp.select("id").from_("db.t").where(exp.And(this=exp.column("x"), expression=_conjunction(exp.Or, "y", "z")))
+    )
+    with pytest.raises(UnsupportedView, match="cannot write back unchanged"):
+        verbatim.check_round_trip(tree)
+    minus = exp.Sub(this=exp.column("x"), expression=exp.Sub(this=exp.column("y"), expression=exp.column("z")))
+    with pytest.raises(UnsupportedView, match="cannot write back unchanged"):
+        verbatim.check_round_trip(exp.select(minus.as_("d")).from_("db.t"))
+
+
+def test_nested_calls_all_become_plain_calls_and_back():
+    """`as_calls` converts every plain call, the ones inside a converted call too (sqlglot's
+    `transform` does not descend into a node it replaced), and `as_anonymous` undoes all of them."""
+    tree = sqlglot.parse_one(
+        "select upper(lower(upper(s))) as k, md5(concat(s, s)) as h from db.t", read=verbatim.DIALECT
+    )
+    calls = verbatim.as_calls(tree.copy())
+    assert not list(calls.find_all(exp.Anonymous))
+    assert len(list(calls.find_all(verbatim.Call))) == 5
+    back = verbatim.as_anonymous(calls)
+    assert not list(back.find_all(verbatim.Call))
+    assert back == tree
+    assert verbatim.as_anonymous(verbatim.as_calls(exp.Anonymous(this="f"))) == exp.Anonymous(this="f")
+
+
+def test_a_merged_subquery_keeps_nested_calls():
+    plan = analyze("select * from (select upper(upper(t.s)) as k from db.t t) s", SCHEMA)
+    assert plan.normalized_sql == "SELECT UPPER(UPPER(`t`.`s`)) AS `k` FROM `db`.`t` AS `t`"

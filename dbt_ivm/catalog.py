@@ -149,7 +149,7 @@ def check_source(info: SourceInfo) -> None:
         )
 
 
-def upstreams(db: Database, infos: Sequence[SourceInfo]) -> dict[str, Upstream]:
+def upstreams(infos: Sequence[SourceInfo]) -> dict[str, Upstream]:
     """The sources that are fast_mv views (`upstream.parse_upstream`), by key."""
     found = {}
     for info in infos:
@@ -162,7 +162,7 @@ def upstreams(db: Database, infos: Sequence[SourceInfo]) -> dict[str, Upstream]:
 def checked_upstreams(db: Database, infos: Sequence[SourceInfo]) -> tuple[dict[str, Upstream], list[TableName]]:
     """`upstreams`, each one's storage checked to be a fast_mv's Delta table (else a SourceError),
     and the storages whose change data feed is off."""
-    found, off = upstreams(db, infos), []
+    found, off = upstreams(infos), []
     for key, upstream in found.items():
         storage = describe_source(db, upstream.storage)
         if storage.provider != "delta" or PROP_FORMAT not in storage.properties:

@@ -30,6 +30,7 @@ from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
     Database,
     FeedOff,
+    SourceInfo,
     backing_table,
     describe_query,
     describe_source,
@@ -551,8 +552,8 @@ def explain_view(db: Database, view: TableName) -> str:
     from dbt_ivm.explain import explain
 
     stored = stored_view(db, view)
-    infos = [describe_source(db, t) for t in source_tables(stored.definition)]
-    chained = upstreams(db, infos)
+    infos = _stored_sources(db, stored)
+    chained = upstreams(infos)
     consumed = ", ".join(
         f"{k} v{v}" + (f" (fast_mv: of its storage {chained[k].storage})" if k in chained else "")
         for k, v in stored.mark.sources.items()
@@ -565,8 +566,12 @@ def explain_view(db: Database, view: TableName) -> str:
 def pinned_model_sql(db: Database, stored: StoredView) -> str:
     """The model's own SQL on the source versions the view last consumed (`consistency.pin_versions`),
     each upstream fast_mv read through its own view's select over its storage."""
-    infos = [describe_source(db, t) for t in source_tables(stored.definition)]
-    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(db, infos))
+    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(_stored_sources(db, stored)))
+
+
+def _stored_sources(db: Database, stored: StoredView) -> list[SourceInfo]:
+    """Each source of the stored definition as the catalog describes it now."""
+    return [describe_source(db, t) for t in source_tables(stored.definition)]
 
 
 def consistency_sql(db: Database, view: TableName) -> str:

@@ -59,10 +59,21 @@ def _select(upstream: Upstream) -> tuple[exp.Select, exp.Table]:
     return select, next(select.find_all(exp.Table))
 
 
+def _as_of(table: exp.Table, version: int) -> exp.Table:
+    """`table VERSION AS OF version` (in place)."""
+    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
+    return table
+
+
+def _changes(table: TableName, start: int, end: int) -> exp.Table:
+    """`table_changes('table', start, end)`: Delta's change feed over those versions."""
+    return exp.Table(this=func("table_changes", lit(table.sql()), lit(start), lit(end)))
+
+
 def at_version(upstream: Upstream, version: int) -> exp.Select:
     """The upstream's rows at a version of its storage."""
     select, table = _select(upstream)
-    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
+    _as_of(table, version)
     return select
 
 
@@ -70,8 +81,7 @@ def feed(upstream: Upstream, start: int, end: int) -> exp.Select:
     """The upstream's change rows over versions `start`..`end` of its storage, with the storage's
     `_change_type`: each stored row's pre- or post-image as the view shows it."""
     select, table = _select(upstream)
-    changes = exp.Table(this=func("table_changes", lit(upstream.storage.sql()), lit(start), lit(end)))
-    table.replace(changes)
+    table.replace(_changes(upstream.storage, start, end))
     return select.select(col(CHANGE_TYPE), copy=False)
 
 
@@ -80,16 +90,14 @@ def read_at(source: Source, version: int) -> exp.Table | exp.Subquery:
     upstream's rows at that version of its storage."""
     if source.upstream is not None:
         return at_version(source.upstream, version).subquery(ident(READ_ALIAS))
-    table = source.table.to_table()
-    table.set("version", exp.Version(this="VERSION", kind="AS OF", expression=lit(version)))
-    return table
+    return _as_of(source.table.to_table(), version)
 
 
 def read_feed(source: Source, start: int, end: int) -> exp.Table | exp.Subquery:
     """What a read of `source`'s change feed over `start`..`end` selects from (with `_change_type`)."""
     if source.upstream is not None:
         return feed(source.upstream, start, end).subquery(ident(READ_ALIAS))
-    return exp.Table(this=func("table_changes", lit(source.table.sql()), lit(start), lit(end)))
+    return _changes(source.table, start, end)
 
 
 def with_upstreams(plan: ViewPlan, upstreams: Mapping[str, Upstream]) -> ViewPlan:

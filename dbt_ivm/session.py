@@ -67,7 +67,10 @@ def get_spark(
 
 
 def quiet(spark: Any) -> None:
-    """Spark's own log at ERROR, and the loggers whose errors are noise switched off."""
+    """Spark's own log at ERROR, and the loggers whose errors are noise switched off. A Spark
+    Connect session has no JVM in this process: its server's log is the server's to set."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return
     spark.sparkContext.setLogLevel("ERROR")
     jvm = spark.sparkContext._jvm
     for name in NOISY_LOGGERS:

@@ -1,15 +1,18 @@
 """fast_mv through dbt-spark's `thrift` method, against a local Spark Thrift Server with Delta
-(`scripts/thrift_server.sh`, started by the `thrift_server` fixture): build, refresh of a join, an
-outer join and an aggregate view, the append path of a declared unique key, the consistency test,
-and a run with no changes. Everything dbt and the test run goes to the server; the test process
-starts no Spark of its own.
+(`scripts/thrift_server.sh`, started by the `thrift_server` fixture), and through its `session`
+method over Spark Connect (served by the same JVM): build, refresh of a join, an outer join and an
+aggregate view, the append path of a declared unique key, the consistency test, and a run with no
+changes. Everything dbt and the test run goes to the server; the test process starts no Spark of
+its own.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from integration_tests.fixtures import (
@@ -27,7 +30,7 @@ from integration_tests.fixtures import (
     consistent_schema_yml,
     model,
 )
-from integration_tests.thrift_server import ThriftServer, thrift_profile
+from integration_tests.thrift_server import ThriftServer, connect_profile, dbt_over_connect, thrift_profile
 
 pytestmark = pytest.mark.spark  # needs Java, as the embedded session does
 
@@ -58,10 +61,16 @@ def statuses(results) -> dict[str, str]:
     return {r.node.name: str(r.status) for r in results}
 
 
+@pytest.fixture(scope="module")
+def server(thrift_server: ThriftServer) -> ThriftServer:
+    """The one server of both classes: module-scoped, so that they run on one xdist worker."""
+    return thrift_server
+
+
 class TestFastMvOverThrift:
     @pytest.fixture(scope="class")
-    def dbt_profile_target(self, thrift_server: ThriftServer) -> dict[str, object]:
-        return thrift_profile(thrift_server)
+    def dbt_profile_target(self, server: ThriftServer) -> dict[str, object]:
+        return thrift_profile(server)
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
@@ -95,3 +104,43 @@ class TestFastMvOverThrift:
 
         msgs = messages(run_dbt(["run", "--threads", "4"]))
         assert msgs == dict.fromkeys(MODELS, "no changes")
+
+
+class TestFastMvOverSparkConnect:
+    """dbt-spark's `session` method with `spark.remote`: dbt runs in a process of its own; the
+    sources are written and read over the Thrift endpoint of the same server."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, server: ThriftServer) -> dict[str, object]:
+        return thrift_profile(server)
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        files = {f"{name}.sql": model(sql) for name, sql in MODELS.items()}
+        return files | {"sources.yml": SOURCES_YML, "schema.yml": consistent_schema_yml(*MODELS)}
+
+    @pytest.fixture(scope="class", autouse=True)
+    def sources(self, project) -> None:
+        for name, (columns, rows) in SOURCES.items():
+            project.run_sql(f"CREATE TABLE {{schema}}.{name} ({columns}) {CDF}")
+            project.run_sql(f"INSERT INTO {{schema}}.{name} VALUES {rows}")
+
+    def test_build_refresh_consistency_no_changes(self, project, server, tmp_path: Path):
+        schema = project.test_schema
+        profiles = {"test": {"target": "connect", "outputs": {"connect": connect_profile(server, schema)}}}
+        (tmp_path / "profiles.yml").write_text(yaml.safe_dump(profiles))
+
+        def dbt(*args: str) -> dict[str, tuple[str, str]]:
+            return dbt_over_connect(Path(project.project_root), tmp_path, *args)
+
+        built = dbt("run")
+        assert set(built) == set(MODELS) and all(m.startswith("built") for _, m in built.values()), built
+
+        for statement in CHANGES:
+            project.run_sql(statement.format(**{t: f"{schema}.{t}" for t in SOURCES}))
+        results = dbt("build")
+        for name in ("order_customers", "customer_orders", "status_counts", "item_keyed"):
+            assert REFRESHED.match(results[name][1]), results
+        assert len(results) == 2 * len(MODELS) and {s for s, _ in results.values()} == {"success", "pass"}, results
+
+        assert {name: m for name, (_, m) in dbt("run").items()} == dict.fromkeys(MODELS, "no changes")

@@ -1,10 +1,13 @@
-"""A local Spark Thrift Server for the functional tests (`scripts/thrift_server.sh`), and dbt's profile
-for dbt-spark's `thrift` method over it."""
+"""A local Spark Thrift Server for the functional tests (`scripts/thrift_server.sh`; the same JVM
+serves Spark Connect), dbt's profiles for dbt-spark's `thrift` method and for its `session` method
+over Spark Connect, and dbt run in a process of its own over Spark Connect."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 @dataclass(frozen=True)
 class ThriftServer:
     port: int
+    connect_port: int
     home: Path
 
 
@@ -35,7 +39,7 @@ def running_server(home: Path, *options: str) -> Iterator[ThriftServer]:
         raise RuntimeError(f"the Thrift Server did not start:\n{started.stdout}{started.stderr}")
     try:
         state = dict(line.split("=", 1) for line in (home / "server.env").read_text().splitlines())
-        yield ThriftServer(int(state["PORT"]), home)
+        yield ThriftServer(int(state["PORT"]), int(state["CONNECT_PORT"]), home)
     finally:
         subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=True)
 
@@ -51,4 +55,34 @@ def thrift_profile(server: ThriftServer, threads: int = 4) -> dict[str, object]:
         "schema": "dbt_ivm_test",
         "threads": threads,
         "poll_interval": POLL_INTERVAL,
+    }
+
+
+def connect_profile(server: ThriftServer, schema: str, threads: int = 4) -> dict[str, object]:
+    """dbt-spark's `session` method over the server's Spark Connect endpoint (`spark.remote`)."""
+    return {
+        "type": "ivm_spark",
+        "method": "session",
+        "host": "NA",
+        "schema": schema,
+        "threads": threads,
+        "server_side_parameters": {"spark.remote": f"sc://127.0.0.1:{server.connect_port}"},
+    }
+
+
+def dbt_over_connect(project_root: Path, profiles_dir: Path, *args: str) -> dict[str, tuple[str, str]]:
+    """`dbt <args>` in a process of its own (a process with an embedded Spark session cannot open a
+    Spark Connect one) with the profiles in `profiles_dir`: (status, message) by node name."""
+    results = project_root / "target" / "run_results.json"
+    results.unlink(missing_ok=True)
+    command = [str(Path(sys.executable).with_name("dbt")), *args, "--project-dir", str(project_root)]
+    env = {**os.environ, "DBT_PROFILES_DIR": str(profiles_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if not results.exists():
+        raise RuntimeError(
+            f"dbt {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+        )
+    return {
+        r["unique_id"].split(".")[2]: (r["status"], r["message"] or "")
+        for r in json.loads(results.read_text())["results"]
     }

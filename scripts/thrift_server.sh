@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # A local Spark Thrift Server (HiveThriftServer2 from the installed pyspark) with Delta Lake, for
-# dbt-spark's `thrift` method: its own Derby metastore and warehouse, 127.0.0.1 only, a free port.
+# dbt-spark's `thrift` method, that also serves Spark Connect (the SparkConnectPlugin in the same
+# JVM: one catalog, one warehouse) for dbt-spark's `session` method with `spark.remote`: its own
+# Derby metastore and warehouse, 127.0.0.1 only, two free ports.
 #
-#   scripts/thrift_server.sh start [--no-delta]   start it, wait until the port accepts connections
-#   scripts/thrift_server.sh status               pid, port and whether it is listening
+#   scripts/thrift_server.sh start [--no-delta]   start it, wait until both ports accept connections
+#   scripts/thrift_server.sh status               pid, ports and whether they are listening
 #   scripts/thrift_server.sh stop                 stop it and remove its directory
 #
-# IVM_THRIFT_HOME: the server's directory (state file `server.env` with PID, PORT, HOME_DIR;
+# IVM_THRIFT_HOME: the server's directory (state file `server.env` with PID, PORT, CONNECT_PORT, HOME_DIR;
 # `server.log`, `warehouse/`, `derby/`); default ${TMPDIR:-/tmp}/dbt-ivm-thrift-$UID.
 # --no-delta: without Delta's jars and confs (to see what fast_mv says to such a server).
 # IVM_THRIFT_MEMORY: the driver's memory (default 2g); IVM_THRIFT_JAVA_OPTIONS: more JVM options.
@@ -73,8 +75,9 @@ start() {
   SPARK_HOME=$(spark_home)
   export SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$PY
   mkdir -p "$home/derby" "$home/warehouse"
-  local port args=()
+  local port connect_port args=()
   port=$(free_port)
+  connect_port=$(free_port)
   if [[ -n $delta ]]; then
     local jars
     jars=$(delta_jars)
@@ -93,12 +96,14 @@ start() {
     --conf spark.driver.bindAddress=127.0.0.1 --conf spark.driver.host=127.0.0.1 \
     --conf spark.sql.shuffle.partitions=2 --conf spark.default.parallelism=2 \
     --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false \
+    --conf spark.plugins=org.apache.spark.sql.connect.SparkConnectPlugin \
+    --conf spark.connect.grpc.binding.address=127.0.0.1 --conf spark.connect.grpc.binding.port="$connect_port" \
     --hiveconf hive.server2.thrift.bind.host=127.0.0.1 --hiveconf hive.server2.thrift.port="$port" \
     spark-internal >"$home/server.log" 2>&1 </dev/null) &
   local pid=$!
-  printf 'PID=%s\nPORT=%s\nHOME_DIR=%s\n' "$pid" "$port" "$home" >"$state"
+  printf 'PID=%s\nPORT=%s\nCONNECT_PORT=%s\nHOME_DIR=%s\n' "$pid" "$port" "$connect_port" "$home" >"$state"
   local waited=0
-  until listening "$port"; do
+  until listening "$port" && listening "$connect_port"; do
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "the Thrift Server exited before listening; the end of $home/server.log:" >&2
       tail -n 40 "$home/server.log" >&2
@@ -106,14 +111,14 @@ start() {
       return 1
     fi
     if ((waited >= START_TIMEOUT)); then
-      echo "the Thrift Server did not listen on 127.0.0.1:$port within ${START_TIMEOUT} s; see $home/server.log" >&2
+      echo "the Thrift Server did not listen on 127.0.0.1:$port and :$connect_port within ${START_TIMEOUT} s; see $home/server.log" >&2
       stop
       return 1
     fi
     sleep 1
     waited=$((waited + 1))
   done
-  echo "Thrift Server listening on 127.0.0.1:$port (pid $pid, ${waited} s; state: $state)"
+  echo "Thrift Server listening on 127.0.0.1:$port, Spark Connect on 127.0.0.1:$connect_port (pid $pid, ${waited} s; state: $state)"
 }
 
 stop() {
@@ -132,8 +137,8 @@ stop() {
 status() {
   if running; then
     local up=no
-    listening "$PORT" && up=yes
-    echo "running: pid $PID, port $PORT, listening: $up ($home)"
+    listening "$PORT" && listening "$CONNECT_PORT" && up=yes
+    echo "running: pid $PID, port $PORT, Spark Connect port $CONNECT_PORT, listening: $up ($home)"
   else
     echo "not running ($home)"
     return 1

@@ -3,6 +3,8 @@ every statement runs under `SESSION_LOCK` shared (see `dbt_ivm.session_lock`).""
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +44,17 @@ class IvmSparkConnectionManager(SparkConnectionManager):
 
 
 def _quiet_session(conf: dict[str, str]) -> None:
-    """Start the embedded session as dbt-spark would, then raise Spark's log level: dbt-spark
-    re-applies its confs on every statement and Spark warns each time otherwise."""
+    """Start the session as dbt-spark would (embedded, or Spark Connect where `spark.remote` or
+    SPARK_REMOTE names a server), then raise Spark's log level: dbt-spark re-applies its confs on
+    every statement and Spark warns each time otherwise."""
     from pyspark.sql import SparkSession
 
     from dbt_ivm.session import quiet
 
+    if "spark.remote" in conf or os.environ.get("SPARK_REMOTE"):
+        # Spark Connect: dbt-spark asks for Hive support on every statement, a static setting the
+        # server already has; pyspark warns each time it cannot set it again
+        warnings.filterwarnings("ignore", message=r"Failed to set spark\.sql\.catalogImplementation")
     if SparkSession.getActiveSession() is not None:
         return
     builder = SparkSession.builder.enableHiveSupport()

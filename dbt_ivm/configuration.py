@@ -198,16 +198,11 @@ def diff(before: Configuration | None, now: Configuration, defaults: Mapping[str
     set_props.update({k: defaults[k] for k in dropped if k in defaults})
     unset = tuple(sorted(k for k in dropped if k not in defaults))
     replace: list[str] = []
-    if before.partition_by != now.partition_by:
-        replace.append(f"partition_by ({', '.join(before.partition_by)}) → ({', '.join(now.partition_by)})")
     liquid = None
-    if before.liquid_clustered_by != now.liquid_clustered_by:
-        if now.partition_by:  # cannot happen with a valid Storage; kept for the record's sake
-            replace.append("liquid_clustered_by on a partitioned storage")
-        elif before.partition_by:  # a partitioned storage cannot be clustered in place
-            replace.append(f"liquid_clustered_by ({', '.join(now.liquid_clustered_by)}) in place of partition_by")
-        else:
-            liquid = now.liquid_clustered_by
+    if before.partition_by != now.partition_by:  # a rebuild lays out the storage anew, clustering too
+        replace.append(f"partition_by ({', '.join(before.partition_by)}) → ({', '.join(now.partition_by)})")
+    elif before.liquid_clustered_by != now.liquid_clustered_by:  # unpartitioned: a Storage is never both
+        liquid = now.liquid_clustered_by
     return Changes(set_props, unset, liquid, before.docs != now.docs, tuple(replace))
 
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from sqlglot import exp
 
 from dbt_ivm import render
+from dbt_ivm.configuration import Configuration, recorded
 from dbt_ivm.errors import SourceError
 from dbt_ivm.history import changed_since
 from dbt_ivm.ir import TableName, Upstream, ViewPlan
@@ -260,6 +261,7 @@ class Stored:
     mark_commit: Mapping[str, Any] | None  # the history row of the commit that recorded `mark`
     # the storage's commits after the watermark's that may have changed its rows, named ('' when none did)
     changed: str
+    configured: Configuration | None = None  # the configuration last recorded (`configuration.recorded`)
 
 
 def read_stored(db: Database, backing: TableName) -> Stored:
@@ -274,7 +276,8 @@ def read_stored(db: Database, backing: TableName) -> Stored:
     if mark is None or mark.commit_version is None:
         return Stored(properties, mark, latest, None, "")
     commit = next((r for r in rows if r.get("version") == mark.commit_version), None)
-    return Stored(properties, mark, latest, commit, changed_since(rows, mark.commit_version, latest))
+    changed = changed_since(rows, mark.commit_version, latest)
+    return Stored(properties, mark, latest, commit, changed, recorded(rows))
 
 
 def describe_query(db: Database, query: exp.Select) -> dict[str, str]:

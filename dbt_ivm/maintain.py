@@ -24,26 +24,19 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm import consistency, layout, render
-from dbt_ivm.analyze import parse, source_tables
+from dbt_ivm import layout, reconfigure, render
+from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
     Database,
     FeedOff,
-    SourceInfo,
-    backing_table,
     describe_query,
-    describe_source,
     encode_settings,
-    parse_describe_extended,
-    read_watermark,
     recent_history,
-    table_exists,
-    upstreams,
-    view_properties,
 )
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
 from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
+from dbt_ivm.configuration import Configuration, Docs, OnChange, view_comments
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
 from dbt_ivm.empty import unlimited
 from dbt_ivm.errors import LostHistory, StateError
@@ -67,6 +60,10 @@ from dbt_ivm.metadata import (
 )
 from dbt_ivm.policy import Choice, RefreshPolicy
 from dbt_ivm.storage import Storage, layout_properties, table_properties
+from dbt_ivm.stored_view import StoredView, consistency_sql, explain_view, pinned_model_sql, stored_view
+
+# explain and the consistency test read a built view (`stored_view`): re-exported here
+__all__ = ["StoredView", "consistency_sql", "explain_view", "pinned_model_sql", "stored_view"]
 
 # Appended change rows up to this many are broadcast to the joins (an unstaged feed has no size).
 BROADCAST_ROWS = 100_000
@@ -87,6 +84,8 @@ class Outcome:
     deleted: int = 0
     versions: Mapping[str, int] = field(default_factory=dict)
     statements: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # for dbt to warn with
+    config_change: str = ""  # 'continue': configuration changes were found and left as they are
 
 
 class Maintainer:
@@ -105,11 +104,17 @@ class Maintainer:
         change_feed: bool = False,
         storage: Storage | None = None,
         enable_change_feed: bool = False,
+        on_change: OnChange = OnChange.APPLY,
+        docs: Docs | None = None,
     ):
         self.db = db
         self.change_feed = change_feed  # a fast_mv reads this one: its storage keeps a change data feed
         self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by, enable_change_feed)
         self.storage = storage or Storage()  # file_format, tblproperties, partition_by, liquid_clustered_by
+        self.on_change, self.docs = on_change, docs  # on_configuration_change, persist_docs (see `reconfigure`)
+        self.configuration = Configuration.of(self.storage, docs)
+        self.warnings: list[str] = []  # for dbt to warn with
+        self.config_change = ""  # 'continue': configuration changes were found and left as they are
         self.log = log
         self.run_id = uuid.uuid4().hex[:12]
         self.statements: list[str] = []  # every statement this run executed, in order
@@ -140,18 +145,33 @@ class Maintainer:
         i = self._inspect_upstreams()
         self._layout(i)  # a bad partition_by fails every run, not only the next build
         decision = decide(i, full_refresh)
+        self.warnings += reconfigure.docs_warnings(self.view, self.docs, [o.name for o in i.plan.outputs])
+        defaults = {**render.BACKING_PROPERTIES, **self._feed(i)[0]}  # fast_mv's, where the model sets none
+        found = reconfigure.reconfigure(i, decision, self.configuration, self.on_change, defaults)
+        decision, self.config_change = found.decision, found.mode
         for notice in decision.notices:
             self.log(f"fast_mv {self.view}: {notice}")
         stored = i.stored
         if self.change_feed and decision.path is not Path.BUILD and stored and not _feeds(stored.properties):
             self.log(f"fast_mv {self.view}: turning on the change data feed of {self.backing}: a fast_mv reads it")
             self.run(render.enable_change_feed(self.backing))
+        if found.changes is not None:
+            table_properties(self.storage, {}, *self._feed(i))  # a conflict with a needed property fails first
         try:
-            return self._follow(i, decision)
+            outcome = self._follow(i, decision)
         except LostHistory as e:  # nothing was written: a rebuild brings the view up to date
             if i.policy is RefreshPolicy.INCREMENTAL:
                 raise
             return self.build(i, e.reason)
+        if found.changes is not None:  # after the data's commit: its watermark keeps the old record
+            self.log(f"Applying ALTER to: {self.view}")
+            reconfigure.alter(self, found.changes, lambda: self._view(i))
+        return outcome
+
+    def _view(self, i: Inspection) -> None:
+        """Create the view over the storage, with the comments of persist_docs."""
+        user_view = i.rules.user_view(i.plan, self.backing, self._describe)
+        self.run(render.sql(view_comments(render.create_view(self.view, user_view), self.docs)))
 
     def _inspect_upstreams(self) -> Inspection:
         """`inspect`, turning on the change data feed of each upstream fast_mv's storage that has
@@ -191,13 +211,14 @@ class Maintainer:
         if decision.path is Path.BUILD:
             return self.build(i, decision.reason)
         if decision.recreate_view:
-            user_view = i.rules.user_view(i.plan, self.backing, self._describe)
-            self.run(render.sql(render.create_view(self.view, user_view)))
+            self._view(i)
         if decision.path is Path.NOTHING:
             return self._outcome(i, Action.NO_CHANGES, "no changes")
         assert i.mark is not None
+        config = ((i.stored and i.stored.configured) or self.configuration).encode()  # an alter records a new one
+        token, sizes = i.mark.token + 1, i.sizes or {}
         mark = Watermark(
-            dict(i.pinned), i.plan.definition_hash, i.created, i.mark.token + 1, self.run_id, rows=i.sizes or {}
+            dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=config
         )
         if decision.path is Path.APPEND:
             outcome = self._append(i, mark, decision.appended)
@@ -233,11 +254,13 @@ class Maintainer:
         this build cannot commit after it.
         """
         self.log(f"fast_mv {self.view}: building ({reason}) at {_versions(i.pinned)}")
+        if i.stored is not None or self.view.key in i.catalog:
+            self.log(f"Applying REPLACE to: {self.view}")  # dbt's line for a rebuilt relation
         previous = previous or i.mark
         token = max(time.time_ns() // 1000, (previous.token + 1) if previous else 0)
         sizes = {**i.sizes, self.backing.key: 0} if i.sizes is not None else {}
-        mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes)
-        view = i.rules.user_view(i.plan, self.backing, self._describe)
+        cfg = self.configuration.encode()
+        mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg)
         types = layout.stored_types(i.plan, i.output_types)
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned), i.cluster_by, types)
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
@@ -250,7 +273,7 @@ class Maintainer:
         if found and found.kind != "VIEW" and not self.view_created:
             self.log(f"fast_mv {self.view}: replacing the table of an earlier materialization with a view")
             self.run(f"DROP TABLE {self.view.sql()}")
-        self.run(render.sql(render.create_view(self.view, view)))
+        self._view(i)
         self.view_created = True
         return self._outcome(i, Action.BUILT, f"built at {_versions(i.pinned)}")
 
@@ -503,6 +526,8 @@ def materialize(
     empty: bool = False,
     change_feed: bool = False,
     enable_change_feed: bool = False,
+    on_change: OnChange = OnChange.APPLY,
+    docs: Docs | None = None,
 ) -> Outcome:
     """Build or refresh the view; `empty`: dbt's --empty (see `Maintainer.materialize_empty`)."""
     model_sql = unlimited(sql) if empty else sql
@@ -518,65 +543,8 @@ def materialize(
         change_feed,
         storage,
         enable_change_feed,
+        on_change,
+        docs,
     )
-    return maintainer.materialize_empty(sql) if empty else maintainer.materialize(full_refresh)
-
-
-@dataclass(frozen=True)
-class StoredView:
-    """What a build recorded about a fast_mv, and its current watermark."""
-
-    definition: str  # the normalized SQL
-    model_sql: str  # the model's SQL as dbt compiled it
-    functions: tuple[str, ...]
-    mark: Watermark
-    cluster_by: tuple[str, ...] = ()  # what the last build sorted the stored rows by
-
-
-def stored_view(db: Database, view: TableName) -> StoredView:
-    backing = backing_table(view)
-    if not table_exists(db, backing):
-        raise StateError(f"{view} has not been built by fast_mv yet; run dbt run for it first")
-    props = view_properties(db, backing)
-    mark = read_watermark(db, backing)
-    if mark is None or PROP_DEFINITION not in props:
-        raise StateError(f"{view} is not a fast_mv built by dbt-ivm (no watermark); run dbt run for it first")
-    if PROP_MODEL_SQL not in props or props.get(PROP_FORMAT) != str(FORMAT_VERSION):
-        raise StateError(f"{view} was built by an older dbt-ivm; run dbt run for it first (it rebuilds once)")
-    functions = tuple(f for f in props.get(PROP_FUNCTIONS, "").split(",") if f)
-    cluster_by = tuple(c for c in props.get(PROP_CLUSTER_BY, "").split(",") if c)
-    return StoredView(props[PROP_DEFINITION], props[PROP_MODEL_SQL], functions, mark, cluster_by)
-
-
-def explain_view(db: Database, view: TableName) -> str:
-    from dbt_ivm.explain import explain
-
-    stored = stored_view(db, view)
-    infos = _stored_sources(db, stored)
-    chained = upstreams(infos)
-    consumed = ", ".join(
-        f"{k} v{v}" + (f" (fast_mv: of its storage {chained[k].storage})" if k in chained else "")
-        for k, v in stored.mark.sources.items()
-    )
-    schema = {i.table.key: i.columns for i in infos}
-    storage = f"storage: sorted by ({', '.join(stored.cluster_by)}) at its last build\n" if stored.cluster_by else ""
-    return f"view: {view} (consumed {consumed})\n{storage}" + explain(stored.definition, schema, stored.functions)
-
-
-def pinned_model_sql(db: Database, stored: StoredView) -> str:
-    """The model's own SQL on the source versions the view last consumed (`consistency.pin_versions`),
-    each upstream fast_mv read through its own view's select over its storage."""
-    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(_stored_sources(db, stored)))
-
-
-def _stored_sources(db: Database, stored: StoredView) -> list[SourceInfo]:
-    """Each source of the stored definition as the catalog describes it now."""
-    return [describe_source(db, t) for t in source_tables(stored.definition)]
-
-
-def consistency_sql(db: Database, view: TableName) -> str:
-    """The fast_mv_consistent test's query: rows where the view and the model's own SQL, run on
-    the source versions the view last consumed, differ."""
-    stored = stored_view(db, view)
-    columns, _ = parse_describe_extended(db.query(f"DESCRIBE TABLE {view.sql()}"))
-    return consistency.consistency_sql(view, pinned_model_sql(db, stored), columns)
+    outcome = maintainer.materialize_empty(sql) if empty else maintainer.materialize(full_refresh)
+    return replace(outcome, warnings=tuple(maintainer.warnings), config_change=maintainer.config_change)

@@ -53,6 +53,9 @@ class Watermark:
     # value above it; None when unknown. A change set wholly above one holds no stored row: it is
     # appended without reading the stored rows.
     highs: Highs | None = None
+    # The model's configuration the storage was last built or altered to (`configuration.Configuration`,
+    # encoded): a build records it, each refresh carries it on; None before this was recorded.
+    config: Mapping[str, Any] | None = None
 
     def encode(self) -> str:
         body = {
@@ -67,6 +70,8 @@ class Watermark:
             body["rows"] = dict(sorted(self.rows.items()))
         if self.highs is not None:
             body["highs"] = dict(sorted(self.highs.items()))
+        if self.config is not None:
+            body["cfg"] = self.config
         return MARKER + json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -83,6 +88,7 @@ class Watermark:
             commit_version,
             {k: int(v) for k, v in body.get("rows", {}).items()},
             body.get("highs"),
+            body.get("cfg"),
         )
 
 

@@ -12,7 +12,9 @@
     {%- do downstream.append(node.unique_id) -%}
   {%- endfor -%}
 
-  {#-- validate, then build or refresh: one commit on the view's storage --#}
+  {#-- validate (the contract first: before anything is written), then build or refresh: one commit on
+       the view's storage (and, for a configuration change applied in place, its alter after) --#}
+  {%- do fast_mv_enforce_contract(sql, target_relation) -%}
   {%- set result = adapter.fast_mv_materialize(this, sql, full_refresh=should_full_refresh(),
                                               unique_key=config.get('unique_key'),
                                               deterministic_functions=config.get('deterministic_functions'),
@@ -24,7 +26,19 @@
                                                        'liquid_clustered_by': config.get('liquid_clustered_by')},
                                               empty=flags.EMPTY,
                                               enable_change_feed=config.get('enable_change_feed'),
-                                              change_feed=(downstream | length > 0)) -%}
+                                              change_feed=(downstream | length > 0),
+                                              on_configuration_change=config.get('on_configuration_change'),
+                                              docs=fast_mv_docs(model)) -%}
+  {%- set changed = "Configuration changes were identified and `on_configuration_change` was set to `"
+                    ~ result['config_change'] ~ "` for `" ~ target_relation.render() ~ "`" -%}
+  {%- if result['config_change'] == 'fail' -%}
+    {%- do exceptions.raise_fail_fast_error(changed) -%}
+  {%- elif result['config_change'] == 'continue' -%}
+    {%- do exceptions.warn(changed) -%}
+  {%- endif -%}
+  {%- for warning in result['warnings'] -%}
+    {%- do exceptions.warn(warning) -%}
+  {%- endfor -%}
   {%- do store_raw_result(name='main', message=result['message'], code='OK',
                           rows_affected=result['inserted'] + result['deleted']) -%}
 
@@ -32,7 +46,6 @@
 
   {%- set grant_config = config.get('grants') -%}
   {%- do apply_grants(target_relation, grant_config, should_revoke=(result['action'] == 'built')) -%}
-  {%- do persist_docs(target_relation, model) -%}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parents[2]
 READ = re.compile(r"""config\.(?:get|require)\(\s*['"]([A-Za-z_]+)['"]""")
 ROW = re.compile(r"^\|\s*`([A-Za-z_]+)`\s*\|")
 # dbt's macros the materialization calls -> the config each reads
-DBT_MACROS = {"should_full_refresh": "full_refresh", "persist_docs": "persist_docs"}
+DBT_MACROS = {
+    "should_full_refresh": "full_refresh",
+    "persist_relation_docs": "persist_docs",
+    "persist_column_docs": "persist_docs",
+}
 
 
 def macro_configs(macros: dict[str, str]) -> set[str]:

@@ -22,6 +22,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt.adapters.ivm_spark.server_errors import NO_DELTA, no_delta
 from dbt_ivm import maintain
+from dbt_ivm.configuration import ConfigurationChanged, Docs, on_change
 from dbt_ivm.errors import ConfigError, IvmError, SourceError, UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.storage import Storage
@@ -98,6 +99,8 @@ class IvmSparkAdapter(SparkAdapter):
         storage: Any = None,
         empty: Any = False,
         enable_change_feed: Any = False,
+        on_configuration_change: Any = None,
+        docs: Any = None,
     ) -> dict[str, Any]:
         """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
 
@@ -114,6 +117,10 @@ class IvmSparkAdapter(SparkAdapter):
         `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
         `enable_change_feed` (the model config): turn on the change data feed of a Delta source
         that has none, before the first build reads it.
+        `on_configuration_change` (the model config; see `dbt_ivm.reconfigure`): a `fail` found
+        changes returns `config_change: 'fail'` with nothing written, a `continue`
+        `config_change: 'continue'`; the macro says it as dbt does.
+        `docs`: the comments persist_docs puts on the view (`{'relation': …, 'columns': {…}}`).
         """
         functions = (
             [deterministic_functions]
@@ -122,26 +129,36 @@ class IvmSparkAdapter(SparkAdapter):
         )
         with engine_errors():
             configs = Storage(**(storage or {}))
-            outcome = maintain.materialize(
-                _ConnectionDatabase(self),
-                _table(relation),
-                sql,
-                full_refresh=full_refresh,
-                log=logger.info,
-                unique_key=unique_key,
-                functions=functions,
-                refresh_policy=refresh_policy,
-                cluster_by=cluster_by,
-                change_feed=bool(change_feed),
-                storage=configs,
-                empty=bool(empty),
-                enable_change_feed=bool(enable_change_feed),
-            )
+            mode = on_change(getattr(on_configuration_change, "value", on_configuration_change))
+            comments = Docs((docs or {}).get("relation"), dict((docs or {}).get("columns") or {}))
+            try:
+                outcome = maintain.materialize(
+                    _ConnectionDatabase(self),
+                    _table(relation),
+                    sql,
+                    full_refresh=full_refresh,
+                    log=logger.info,
+                    unique_key=unique_key,
+                    functions=functions,
+                    refresh_policy=refresh_policy,
+                    cluster_by=cluster_by,
+                    change_feed=bool(change_feed),
+                    storage=configs,
+                    empty=bool(empty),
+                    enable_change_feed=bool(enable_change_feed),
+                    on_change=mode,
+                    docs=comments,
+                )
+            except ConfigurationChanged as e:  # nothing was written
+                logger.info(str(e))
+                return {"action": "failed", "message": str(e), "warnings": [], "config_change": "fail"}
         return {
             "action": outcome.action,
             "message": outcome.message,
             "inserted": outcome.inserted,
             "deleted": outcome.deleted,
+            "warnings": list(outcome.warnings),
+            "config_change": outcome.config_change,
         }
 
     @available

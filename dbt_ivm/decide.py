@@ -174,6 +174,10 @@ def auto_choice(i: Inspection) -> Choice:
         return Choice(True, f"rebuild, a source was replaced: {', '.join(replacements)}")
     if i.plan.windows is not None and not i.plan.windows.partition_by:  # the refresh recomputes all of it too
         return Choice(True, "rebuild: the view's windows share no PARTITION BY, so every change recomputes all of it")
+    if i.plan.subqueries is not None and not i.plan.subqueries.partition_by:  # one key: the same
+        return Choice(
+            True, "rebuild: the view's subqueries share no correlation key, so every change recomputes it all"
+        )
     return choose(auto_inputs(i))
 
 

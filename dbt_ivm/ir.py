@@ -35,6 +35,7 @@ class ViewClass(str, Enum):
     AGGREGATE = "aggregate"
     AGGREGATE_JOIN = "aggregate-over-join"
     WINDOW = "window"  # window functions, maintained by partition (`classes.windows`)
+    SEMI_JOIN = "semi-join"  # [NOT] EXISTS and [NOT] IN subqueries, maintained by key (`classes.semijoins`)
 
 
 class Side(str, Enum):
@@ -226,6 +227,52 @@ class Windows:
     partition_by: tuple[exp.Expr, ...]
 
 
+class Comparison(str, Enum):
+    """How a subquery test compares an outer expression with the subquery's (`KeyPair`)."""
+
+    EQUAL = "="  # a NULL on either side matches nothing
+    NULL_SAFE = "<=>"  # NULL matches NULL
+    # [NOT] IN's value outside a positive WHERE conjunct: three-valued, a NULL in the subquery's
+    # values (or a NULL value tested against a non-empty set) makes the test NULL
+    NULL_AWARE = "in"
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """One correlation of a subquery test: `outer` (over the model's FROM) against `inner` (over
+    the subquery's FROM)."""
+
+    outer: exp.Expr
+    inner: exp.Expr
+    comparison: Comparison
+    keyed: bool  # both sides have one type: the outer rows a change touches are found by its inner values
+
+
+@dataclass(frozen=True)
+class SubqueryTest:
+    """One EXISTS or IN subquery of the model's WHERE, uncorrelated: `select` reads the subquery's
+    FROM and its own WHERE (the correlations taken out) and selects each pair's inner expression
+    (`__ivm_k_<j>`); `sources` are the plan's occurrences it reads (local occurrence i is
+    `sources[i]`, and `tree` is its join tree over local indices)."""
+
+    predicate: exp.Expr  # the test as the model writes it (for explain)
+    select: exp.Select
+    pairs: tuple[KeyPair, ...]
+    sources: tuple[int, ...]
+    tree: JoinNode
+
+
+@dataclass(frozen=True)
+class Subqueries:
+    """A semi-join view's tests: `outer` is the model without them (the WHERE's conjuncts that hold
+    no subquery), `partition_by` the outer expressions every test correlates on (a row's result
+    depends only on itself and the subqueries' rows of its key); none: one partition."""
+
+    outer: exp.Select
+    tests: tuple[SubqueryTest, ...]
+    partition_by: tuple[exp.Expr, ...]
+
+
 @dataclass(frozen=True)
 class ViewPlan:
     """Everything about a view that a build or a refresh needs, decided once."""
@@ -243,6 +290,7 @@ class ViewPlan:
     hidden: tuple[HiddenColumn, ...] = field(default=())
     functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)
     windows: Windows | None = None  # a window view's rows (`ViewClass.WINDOW`)
+    subqueries: Subqueries | None = None  # a semi-join view's subquery tests (`ViewClass.SEMI_JOIN`)
 
     @property
     def is_global(self) -> bool:

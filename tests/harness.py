@@ -961,3 +961,60 @@ class AnsiHarness(Harness):
 
     def agree(self, v: View) -> list[Any]:
         return [] if self.model_failure(v) else super().agree(v)
+
+
+# Semi-join views (`classes.semijoins`): EXISTS, NOT EXISTS, IN and NOT IN, maintained by
+# correlation key. NULLs on both sides (KEYS holds NULL), inner sets often empty (`w = 'c'` on few
+# rows, tables emptied), duplicates on both sides (no unique ids: `dup` copies rows), several
+# correlation columns, predicates inside the subquery and on the outer query, and both sides changed
+# in one round. `s` is read inside and `r` outside, `r` also inside (a self anti-join).
+QR = Table("r", (("id", "int"), ("k", "int"), ("j", "int"), ("v", "string")))
+QS = Table("s", (("k", "int"), ("j", "int"), ("w", "string")))
+QT = Table("t", (("k", "int"), ("z", "string")))
+SUBQUERIES = Family(
+    "subqueries",
+    (QR, QS, QT),
+    (
+        View("q_exists", "SELECT r.id, r.v FROM {db}.r r WHERE EXISTS (SELECT 1 FROM {db}.s s WHERE s.k = r.k)"),
+        View(
+            "q_not_exists",
+            "SELECT r.id, r.k, r.v FROM {db}.r r WHERE r.v IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM {db}.s s WHERE s.k = r.k AND s.w <> 'a')",
+        ),
+        View("q_in", "SELECT id, j FROM {db}.r WHERE k IN (SELECT k FROM {db}.s WHERE w IS NOT NULL)"),
+        View("q_not_in", "SELECT id, k FROM {db}.r WHERE k NOT IN (SELECT k FROM {db}.s)"),
+        View("q_not_in_empty", "SELECT id, j, v FROM {db}.r WHERE j NOT IN (SELECT j FROM {db}.s WHERE w = 'c')"),
+        View(
+            "q_exists_two_keys",
+            "SELECT r.id, r.k, r.j FROM {db}.r r WHERE EXISTS (SELECT * FROM {db}.s s WHERE s.k = r.k AND s.j = r.j)",
+        ),
+        View(
+            "q_not_exists_two_keys",
+            "SELECT r.id, r.v FROM {db}.r r WHERE r.j > 0 AND NOT EXISTS "
+            "(SELECT 1 FROM {db}.s s WHERE s.j = r.j AND s.k <=> r.k AND s.w IS NOT NULL)",
+        ),
+        View("q_uncorrelated", "SELECT id, k FROM {db}.r WHERE EXISTS (SELECT 1 FROM {db}.s WHERE w = 'b')"),
+        View(
+            "q_outer_join",
+            "SELECT r.id, t.z FROM {db}.r r JOIN {db}.t t ON r.j = t.k "
+            "WHERE NOT EXISTS (SELECT 1 FROM {db}.s s WHERE s.k = r.k)",
+        ),
+        View(
+            "q_two_tests",
+            "SELECT r.id, r.k FROM {db}.r r WHERE EXISTS (SELECT 1 FROM {db}.s s WHERE s.k = r.k AND s.j = r.j) "
+            "AND r.k NOT IN (SELECT k FROM {db}.t WHERE z <> 'a')",
+        ),
+        View("q_in_or", "SELECT id, v FROM {db}.r WHERE v = 'a' OR j IN (SELECT j FROM {db}.s)"),
+        View(
+            "q_correlated_not_in",
+            "SELECT r.id, r.j FROM {db}.r r WHERE r.j NOT IN (SELECT s.j FROM {db}.s s WHERE s.k = r.k)",
+        ),
+        View("q_self_anti", "SELECT id, v FROM {db}.r WHERE k NOT IN (SELECT j FROM {db}.r WHERE v = 'b')"),
+        View(
+            "q_join_inside",
+            "SELECT r.id FROM {db}.r r WHERE EXISTS "
+            "(SELECT 1 FROM {db}.s s JOIN {db}.t t ON s.j = t.k WHERE s.k = r.k AND t.z IS NOT NULL)",
+        ),
+    ),
+    odds=(("r", 0.6), ("s", 0.6), ("t", 0.4)),
+)

@@ -12,7 +12,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
   (with `nulls`, the NULL analysis both rely on, and `functions`, what the analysis knows of
   Spark's functions);
 - `shape`: outputs, grouping and aggregates, the view's class and hidden columns;
-- `windows`: a window view's SELECT, the query over it, and the partition its windows share.
+- `windows`: a window view's SELECT, the query over it, and the partition its windows share;
+- `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import shape, windows
+from dbt_ivm.analyze import shape, subqueries, windows
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
@@ -64,6 +65,8 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     tree = windows.with_window_subquery(normalize(raw, schema))
     if not isinstance(tree, exp.Select):
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
+    if subqueries.has_subquery(tree):
+        return _semi_join_plan(tree, schema, declared)
     rows, outer = windows.split(tree)
     check_merged(rows)
     if outer is None and not windows.has_window(rows):
@@ -124,4 +127,30 @@ def _plan(select: exp.Select, schema: Schema, declared: tuple[str, ...]) -> View
         distinct=distinct,
         hidden=shape.hidden_columns(view_class, sources, group_by, aggregates),
         functions=declared,
+    )
+
+
+def _semi_join_plan(select: exp.Select, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
+    """The plan of a SELECT whose WHERE tests rows with EXISTS or IN subqueries: the outer query's
+    sources first, then each subquery's (`analyze.subqueries`)."""
+    unfiltered = select.copy()
+    unfiltered.set("where", None)
+    check_merged(unfiltered)  # the tests' subqueries are checked one by one
+    select = simplify_outer_joins(select)
+    query, tests, inner = subqueries.tests(select, schema, len(join_tree(select, schema)[0]))
+    for test in tests.tests:
+        check_merged(test.select)
+    sources, tree = join_tree(query, schema)
+    where = query.args.get("where")
+    verbatim.check_round_trip(query)
+    return ViewPlan(
+        view_class=ViewClass.SEMI_JOIN,
+        query=query,
+        sources=sources + inner,
+        tree=tree,
+        where=where.this if where is not None else None,
+        outputs=shape.output_columns(query),
+        hidden=shape.window_hidden_columns(tests.partition_by),
+        functions=declared,
+        subqueries=tests,
     )

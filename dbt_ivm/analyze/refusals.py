@@ -29,6 +29,7 @@ from dbt_ivm.analyze.functions import (
 )
 from dbt_ivm.analyze.join_tree import parenthesized
 from dbt_ivm.analyze.parsing import DIALECT, cte_names, refuse, snippet
+from dbt_ivm.analyze.subqueries import check_subquery, is_test_query
 from dbt_ivm.analyze.windows import check_window, in_window
 from dbt_ivm.ir import HIDDEN_PREFIX, is_hidden
 
@@ -249,11 +250,7 @@ RULES: tuple[Refusal | Check, ...] = (
     ),
     Refusal(_of(exp.TableSample), _named("TABLESAMPLE"), "sampling is not deterministic: use materialized='table'"),
     Check(_of(exp.Table), lambda table, _: _check_table(table)),
-    Refusal(
-        _is_predicate_subquery,
-        lambda node: f"subquery in an expression ({snippet(node)})",
-        "rewrite it as a JOIN, or use materialized='table'",
-    ),
+    Check(_is_predicate_subquery, lambda node, _: check_subquery(node)),
     Refusal(
         lambda node: isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)) and not isinstance(node.parent, exp.Window),
         lambda node: f"{'IGNORE' if isinstance(node, exp.IgnoreNulls) else 'RESPECT'} NULLS",
@@ -297,7 +294,8 @@ def check_constructs(tree: exp.Expr, functions: frozenset[str] = frozenset()) ->
         for rule in RULES:
             rule(node, functions)
     for select in tree.find_all(exp.Select):
-        _check_projections(select)
+        if not is_test_query(select):  # an EXISTS or IN subquery's columns are not stored
+            _check_projections(select)
 
 
 def check_groups(tree: exp.Expr) -> None:

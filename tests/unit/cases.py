@@ -1457,53 +1457,42 @@ REFUSED: list[Refused] = [
         "set operation UNION ALL",
     ),
     no("recursive_cte", "with recursive r as (select 1 as n) select n from r", "WITH RECURSIVE"),
-    # --- subqueries in expressions --------------------------------------------------------------
+    # --- subqueries in expressions (EXISTS and IN tests in the WHERE are semi-join views) --------
     no(
-        "exists",
-        "select id from eq_shop.orders o where exists (select 1 from eq_shop.customers c where c.id = o.customer_id)",
-        "subquery in an expression",
+        "exists_not_equality",
+        "select id from eq_shop.orders o where exists (select 1 from eq_shop.customers c where c.id > o.customer_id)",
+        "correlated condition",
     ),
     no(
-        "not_exists",
-        "select id from eq_shop.orders o where not exists (select 1 from eq_shop.customers c "
-        "where c.id = o.customer_id)",
-        "subquery in an expression",
-    ),
-    no(
-        "in_subquery",
-        "select id from eq_shop.orders where customer_id in (select id from eq_shop.customers)",
-        "subquery in an expression",
-    ),
-    no(
-        "not_in_subquery",
-        "select id from eq_shop.orders where customer_id not in (select id from eq_shop.customers)",
-        "subquery in an expression",
+        "in_subquery_in_select",
+        "select id, customer_id in (select id from eq_shop.customers) as known from eq_shop.orders",
+        "in the SELECT list",
     ),
     no(
         "scalar_subquery_where",
         "select id from eq_shop.orders where amount > (select max(amount) from eq_shop.orders)",
-        "subquery in an expression",
+        "scalar subquery",
     ),
     no(
         "scalar_subquery_select",
         "select id, (select max(amount) from eq_shop.orders) as top from eq_shop.orders",
-        "subquery in an expression",
+        "scalar subquery",
     ),
     no(
         "subquery_in_on",
         "select o.id from eq_shop.orders o join eq_shop.customers c on c.id = (select max(id) from eq_shop.customers)",
-        "subquery in an expression",
+        "scalar subquery",
     ),
     no(
         "any_subquery",
         "select id from eq_shop.orders where customer_id = any (select id from eq_shop.customers)",
-        "subquery in an expression",
+        "ANY (subquery)",
     ),
     no(
         "subquery_in_having",
         "select status, count(*) as n from eq_shop.orders group by status "
         "having count(*) > (select count(*) from eq_shop.customers)",
-        "subquery in an expression",
+        "scalar subquery",
     ),
     # --- non-deterministic functions ------------------------------------------------------------
     no("rand", "select id, rand() as r from eq_shop.orders", "non-deterministic function rand()"),

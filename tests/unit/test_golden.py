@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbt_ivm import analyze, consistency, verbatim
-from dbt_ivm.classes import aggregate, joins, windows
+from dbt_ivm.classes import aggregate, joins, semijoins, windows
 from tests.unit.views import (
     AGG,
     BACKING,
@@ -22,11 +22,13 @@ from tests.unit.views import (
     LEFT,
     NESTED,
     NEW,
+    NOT_IN,
     OLD,
     OUTER_SCHEMA,
     RANKED,
     SCHEMA,
     SELF,
+    SEMI,
     WINDOW_SCHEMA,
 )
 
@@ -89,6 +91,17 @@ CASES = {
     "recompute_float_columns": lambda: consistency.consistency_sql(
         BACKING, consistency.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}
     ),
+}
+SEMI_OLD, SEMI_NEW = {**OLD, "db.r": 2}, {**NEW, "db.r": 6}
+CASES |= {
+    "build_semi_join": lambda: semijoins.build_select(analyze(SEMI, OUTER_SCHEMA), SEMI_NEW),
+    "touched_semi_join": lambda: semijoins.touched_select(
+        analyze(SEMI, OUTER_SCHEMA), SEMI_OLD, SEMI_NEW, {0: "__ivm_chg_0", 1: "__ivm_chg_1", 2: "__ivm_chg_2"}
+    ),
+    "touched_not_in": lambda: semijoins.touched_select(analyze(NOT_IN, SCHEMA), OLD, NEW, {1: "__ivm_chg_1"}),
+    "delta_semi_join": lambda: semijoins.delta_select(analyze(SEMI, OUTER_SCHEMA), BACKING, SEMI_NEW, "__ivm_keys_x"),
+    "merge_semi_join": lambda: semijoins.merge_statement(analyze(SEMI, OUTER_SCHEMA), BACKING, "__ivm_delta_x"),
+    "view_semi_join": lambda: semijoins.view_select(analyze(NOT_IN, SCHEMA), BACKING),
 }
 
 

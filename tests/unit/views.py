@@ -37,3 +37,10 @@ RANKED = (
     "sum(o.amt) over (partition by c.name, o.cust order by o.id rows between 1 preceding and current row) as s "
     "from db.o o join db.c c on o.cust = c.cid"
 )
+# Semi-join views (`classes.semijoins`): an EXISTS and a NOT IN sharing the key o.cust, and a
+# three-valued NOT IN keyed by its value.
+SEMI = (
+    "select o.id, o.amt from db.o o where o.amt > 1 and exists (select 1 from db.c c where c.cid = o.cust "
+    "and c.name <> 'x') and o.cust not in (select r.cid from db.r r where r.cid = o.cust and r.label is not null)"
+)
+NOT_IN = "select id, note from db.o where cust not in (select cid from db.c where name like 'a%')"

@@ -3,8 +3,8 @@ OVER frames … over one source or joins (see `analyze.windows`).
 
 Stored row: the columns of the SELECT that computes the windows (`Windows.select`), the value of
 each PARTITION BY expression its windows share (`__ivm_p_<i>`) and a multiplicity
-(`__ivm_count`); `ref()` repeats each row `count` times and applies the model's query over them
-(the outer WHERE of `… WHERE rn = 1`).
+(`__ivm_count`); only the rows the outer WHERE keeps (`… WHERE rn = 1`: one row per key, not
+every version). `ref()` repeats each row `count` times and applies the model's query over them.
 
 A window's value depends on its whole partition, so a refresh recomputes whole partitions: those
 the change touches, the partition keys of the rows the change adds to or removes from the
@@ -69,14 +69,37 @@ def _counted(rows: exp.Query, plan: ViewPlan, measure: exp.Expr, name: str) -> e
     )
 
 
+def stored_filter(plan: ViewPlan) -> exp.Expr | None:
+    """The outer query's WHERE over the windows' rows (`… WHERE rn = 1`), when the storage can
+    hold only the rows it keeps: a row's window values depend on its partition only, and a
+    refresh recomputes whole partitions, so the filter is exact per row. None: no outer query,
+    no WHERE, or one with a subquery (then evaluated where `ref()` reads)."""
+    if any(e.find(exp.Window) for e in plan.query.expressions):  # the windows are the model's own
+        return None
+    where = plan.query.args.get("where")
+    if where is None or where.find(exp.Select, exp.Subquery, exp.Exists) is not None:
+        return None
+    kept: exp.Expr = where.this
+    return kept
+
+
 def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = None) -> exp.Select:
-    """The window SELECT's rows at `versions`, with their partition keys; `touched`: only the
-    partitions whose keys that table holds (a partition's windows read only its own rows)."""
+    """The window SELECT's rows at `versions`, with their partition keys, those the outer WHERE
+    keeps (`stored_filter`); `touched`: only the partitions whose keys that table holds (a
+    partition's windows read only its own rows)."""
     rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
     select = _with_keys(substitute(_windows(plan).select, rels), plan)
     if touched is not None and _keys(plan):
         select.append("joins", _semi_join(touched, list(_windows(plan).partition_by), plan))
-    return select
+    kept = stored_filter(plan)
+    if kept is None:
+        return select
+    derived = plan.query.args["from_"].this  # the outer query reads the window SELECT by this alias
+    return (
+        exp.select(*[col(c) for c in stored_columns(plan)])
+        .from_(select.subquery(ident(derived.alias_or_name)))
+        .where(kept.copy())
+    )
 
 
 def _semi_join(touched: str, keys: Sequence[exp.Expr], plan: ViewPlan) -> exp.Join:

@@ -118,12 +118,16 @@ def test_explain_names_the_partition_or_the_whole_view():
 
 
 def test_the_outer_query_reads_the_stored_rows():
-    """`ref()` applies the query over the window's rows (`WHERE rn = 1`) to the stored rows: the
-    storage keeps every row of a partition, so a refresh recomputes partitions whole."""
+    """`ref()` applies the query over the window's rows (`WHERE rn = 1`) to the stored rows; the
+    storage keeps only the rows that WHERE keeps (one per key, not every version), computed after
+    the windows: a refresh recomputes partitions whole from the sources, never from the storage."""
     plan = analyze(LATEST, WINDOW_SCHEMA)
     view = windows.view_select(plan, BACKING).sql(dialect=DIALECT)
     assert view.endswith("WHERE `s`.`rn` = 1")
     assert "FROM `db`.`v__ivm` LATERAL VIEW EXPLODE(SEQUENCE(1, `__ivm_count`))" in view
     build = windows.build_select(plan, {"db.h": 2}).sql(dialect=DIALECT)
-    assert "`rn` = 1" not in build  # the storage holds the whole partition
+    assert build.index("ROW_NUMBER()") < build.index("WHERE `s`.`rn` = 1")  # filtered after the window
+    delta = windows.delta_select(plan, BACKING, {"db.h": 3}, "parts").sql(dialect=DIALECT)
+    recomputed = delta[: delta.index("UNION ALL")]
+    assert recomputed.index("LEFT SEMI JOIN") < recomputed.index("WHERE `s`.`rn` = 1")  # whole partitions first
     assert rules_for(plan) is windows.RULES

@@ -6,18 +6,27 @@ SELECT
   COUNT(*) AS `__ivm_count`
 FROM (
   SELECT
-    `h`.`key` AS `key`,
-    `h`.`val` AS `val`,
-    ROW_NUMBER() OVER (PARTITION BY `h`.`key` ORDER BY `h`.`eff` DESC, `h`.`id`) AS `rn`,
-    `h`.`key` AS `__ivm_p_0`
+    `key`,
+    `val`,
+    `rn`,
+    `__ivm_p_0`
   FROM (
     SELECT
-      `id`,
-      `key`,
-      `eff`,
-      `val`
-    FROM `db`.`h` VERSION AS OF 4
-  ) AS `h`
+      `h`.`key` AS `key`,
+      `h`.`val` AS `val`,
+      ROW_NUMBER() OVER (PARTITION BY `h`.`key` ORDER BY `h`.`eff` DESC, `h`.`id`) AS `rn`,
+      `h`.`key` AS `__ivm_p_0`
+    FROM (
+      SELECT
+        `id`,
+        `key`,
+        `eff`,
+        `val`
+      FROM `db`.`h` VERSION AS OF 4
+    ) AS `h`
+  ) AS `s`
+  WHERE
+    `s`.`rn` = 1
 ) AS `__ivm_v`
 GROUP BY
   `key`,

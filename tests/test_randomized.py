@@ -26,6 +26,7 @@ from tests.harness import (
     OR,
     OS,
     OUTER,
+    SETOPS,
     SINGLE,
     USING,
     WINDOWS,
@@ -42,7 +43,7 @@ from tests.harness import (
 pytestmark = pytest.mark.spark
 
 SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
-SAMPLE |= {"merged": 2, "windows": 1, "chains": 2}
+SAMPLE |= {"merged": 2, "windows": 1, "chains": 2, "setops": 1}
 # x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
@@ -55,8 +56,9 @@ STRESS = {
     "using": 60,
     "windows": 35,
     "merged": 100,
+    "setops": 50,
 }
-FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
+FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS, SETOPS]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:

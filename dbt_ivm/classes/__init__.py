@@ -11,12 +11,12 @@ ranges); `keys` (join keys and the narrowing by them); `identities` (stored rows
 identity); `jointree` (the join tree at refresh time); `flips` (the unique-key flip);
 `outer_terms` (terms over outer joins); `terms` (the one place that tells inner terms from outer
 ones); `changes` (change feeds and the telescoping sum of terms); then the classes: `joins`,
-`outer_joins`, `aggregate`, `windows`.
+`outer_joins`, `aggregate`, `windows`, `setops`.
 """
 
 from __future__ import annotations
 
-from dbt_ivm.classes import aggregate, joins, outer_joins, windows
+from dbt_ivm.classes import aggregate, joins, outer_joins, setops, windows
 from dbt_ivm.classes.rules import NULL_KEY_FALLBACK as NULL_KEY_FALLBACK
 from dbt_ivm.classes.rules import Appender as Appender
 from dbt_ivm.classes.rules import Describe as Describe
@@ -36,6 +36,7 @@ _RULES: dict[ViewClass, ViewRules] = {
     ViewClass.AGGREGATE: aggregate.RULES,
     ViewClass.AGGREGATE_JOIN: aggregate.RULES,
     ViewClass.WINDOW: windows.RULES,
+    ViewClass.SET_OPERATION: setops.RULES,
 }
 
 

@@ -37,3 +37,12 @@ RANKED = (
     "sum(o.amt) over (partition by c.name, o.cust order by o.id rows between 1 preceding and current row) as s "
     "from db.o o join db.c c on o.cust = c.cid"
 )
+# Set operations (`classes.setops`): a UNION ALL of a join and an outer join, and a nested mix.
+SETOPS = (
+    "select o.id, c.name from db.o o join db.c c on o.cust = c.cid union all "
+    "select r.rid, c.name from db.r r left join db.c c on r.cid = c.cid"
+)
+NESTED_SETOPS = (
+    "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
+    "union all select id from db.o intersect select rid from db.r"
+)

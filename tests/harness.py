@@ -955,6 +955,8 @@ SETOPS = Family(
         View("o_distinct", "SELECT DISTINCT v FROM {db}.sa UNION ALL SELECT w FROM {db}.sb"),
         View("o_empty", "SELECT k, v FROM {db}.sa UNION ALL SELECT k, w FROM {db}.sb WHERE k > 100"),
         View("o_self", "SELECT k, v FROM {db}.sa UNION ALL SELECT k, v FROM {db}.sa WHERE x > 0.7 OR v IS NULL"),
+        # the aggregate over a UNION ALL that a subquery cannot hold: a fast_mv over the union's fast_mv
+        View("o_chain", "SELECT k, count(*) AS n, max(v) AS top FROM {db}.o_all2 GROUP BY k", aggregated=True),
         View(
             "o_widened",
             "SELECT k, m, w FROM {db}.sb UNION ALL "

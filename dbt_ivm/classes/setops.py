@@ -161,8 +161,9 @@ def _one_if(condition: exp.Expr) -> exp.Expr:
 def view_select(plan: ViewPlan, backing: TableName, types: Mapping[str, str] | None = None) -> exp.Select:
     """What `ref()` returns: each stored row repeated by its multiplicity, in the model's types."""
     copies = multiplicity(_setops(plan).tree, lambda i: col(branch_column(i)))
+    # `*`: a downstream fast_mv reads this select over the storage's change feed, `_change_type` too
     kept = (
-        exp.select(*[col(n) for n in _names(plan)], copies.as_(ident(COUNT_COLUMN)))
+        exp.select(exp.Star(), copies.as_(ident(COUNT_COLUMN)))
         .from_(backing.to_table())
         .where(exp.GT(this=copies.copy(), expression=lit(0)))
     )

@@ -2,7 +2,7 @@ SELECT
   CAST(`cust` AS BIGINT) AS `cust`
 FROM (
   SELECT
-    `cust`,
+    *,
     GREATEST(IF(`__ivm_c0` + `__ivm_c1` > 0, 1, 0) - IF(`__ivm_c2` > 0, 1, 0), 0) + IF(`__ivm_c3` > 0 AND `__ivm_c4` > 0, 1, 0) AS `__ivm_count`
   FROM `db`.`v__ivm`
   WHERE

@@ -88,10 +88,10 @@ Shape = int | tuple[SetKind, bool, "Shape", "Shape"]
 def _shape(node: exp.Expr, selects: list[exp.Select]) -> Shape:
     """The set operation's tree, its SELECTs appended to `selects` left to right."""
     while isinstance(node, exp.Subquery) and not node.alias:
-        _no_order_or_limit(node)
+        _plain(node)
         node = node.this
     if isinstance(node, exp.SetOperation):
-        _no_order_or_limit(node)
+        _plain(node)
         kind = KINDS.get(type(node))
         if kind is None:
             raise refuse(f"set operation {snippet(node)}", node, "use UNION, INTERSECT or EXCEPT")
@@ -105,10 +105,30 @@ def _shape(node: exp.Expr, selects: list[exp.Select]) -> Shape:
     return len(selects) - 1
 
 
-def _no_order_or_limit(node: exp.Expr) -> None:
-    for arg, construct in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
-        if node.args.get(arg) is not None:
-            raise refuse(f"{construct} on a set operation", node.args[arg], "drop it: a view has no row order")
+ROW_ORDER = {
+    "order": "ORDER BY",
+    "sort": "SORT BY",
+    "cluster": "CLUSTER BY",
+    "distribute": "DISTRIBUTE BY",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+}
+PLAIN = frozenset({"this", "expression", "distinct", "with_"})
+
+
+def _plain(node: exp.Expr) -> None:
+    """A set operation (or the parentheses around one) with nothing but its operands: no row
+    order or limit, no BY NAME or CORRESPONDING (which pair columns by name)."""
+    for arg, value in node.args.items():
+        if arg in PLAIN or value is None or value is False or value == []:
+            continue
+        if arg in ROW_ORDER:
+            raise refuse(f"{ROW_ORDER[arg]} on a set operation", value, "drop it: a view has no row order")
+        raise refuse(
+            f"a set operation with {arg.upper().replace('_', ' ')} ({snippet(node)})",
+            node,
+            "write a plain UNION, INTERSECT or EXCEPT, with the branches' columns in the same order",
+        )
 
 
 def _branch(index: int, select: exp.Select, with_: exp.With | None, offset: int, plan_branch: BranchPlanner) -> Branch:
@@ -122,10 +142,8 @@ def _branch(index: int, select: exp.Select, with_: exp.With | None, offset: int,
     if with_ is not None:
         select.set("with_", with_.copy())
     plan = plan_branch(select)
-    if plan.view_class not in BRANCH_CLASSES:
-        construct = "aggregate" if plan.aggregates or plan.group_by or plan.having is not None else "window"
-        if plan.view_class is ViewClass.WINDOW:
-            construct = "window"
+    if plan.view_class not in BRANCH_CLASSES:  # an aggregate (GROUP BY, aggregates, HAVING) or windows
+        construct = "window" if plan.view_class is ViewClass.WINDOW else "aggregate"
         raise refuse(
             f"a{'n' * (construct == 'aggregate')} {construct} branch of a set operation ({snippet(select)})",
             select,

@@ -110,6 +110,10 @@ def test_explain_names_each_branch_and_the_multiplicity():
         ("select cust from db.o union all select cid, name from db.c", "set operation branches with 1 and 2 columns"),
         ("select cust from db.o union all select cid from db.c order by 1", "ORDER BY on a set operation"),
         ("select cust from db.o union all (select cid from db.c limit 3)", "LIMIT"),
+        ("select cust from db.o union all select cid from db.c sort by cust", "SORT BY on a set operation"),
+        ("(select cust from db.o union select cid from db.c) limit 2", "LIMIT after a parenthesized query"),
+        ("(select cust from db.o) order by cust", "ORDER BY after a parenthesized query"),
+        ("select cust from db.o union all by name select cid as cust from db.c", "a set operation with BY NAME"),
         ("select cust from db.o union all select cust from db.o where id in (select cid from db.c)", "subquery"),
     ],
 )

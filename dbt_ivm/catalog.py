@@ -280,7 +280,7 @@ def read_stored(db: Database, backing: TableName) -> Stored:
     return Stored(properties, mark, latest, commit, changed, recorded(rows))
 
 
-def describe_query(db: Database, query: exp.Select) -> dict[str, str]:
+def describe_query(db: Database, query: exp.Query) -> dict[str, str]:
     """The Spark type of each column of `query` (DESCRIBE QUERY: planned, not run)."""
     rows = db.query(f"DESCRIBE QUERY {render.sql(query)}")
     return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
@@ -288,7 +288,7 @@ def describe_query(db: Database, query: exp.Select) -> dict[str, str]:
 
 def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
     """The Spark type of each of the view's columns."""
-    return describe_query(db, plan.query)
+    return describe_query(db, plan.model_query)
 
 
 def session_setting(db: Database, key: str) -> str:

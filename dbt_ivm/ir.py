@@ -36,6 +36,7 @@ class ViewClass(str, Enum):
     AGGREGATE_JOIN = "aggregate-over-join"
     WINDOW = "window"  # window functions, maintained by partition (`classes.windows`)
     SEMI_JOIN = "semi-join"  # [NOT] EXISTS and [NOT] IN subqueries, maintained by key (`classes.semijoins`)
+    SET_OPERATION = "set-operation"  # UNION [ALL], INTERSECT [ALL], EXCEPT [ALL] (`classes.setops`)
 
 
 class Side(str, Enum):
@@ -167,6 +168,7 @@ class Role(str, Enum):
     EXTREME_COUNT = "rows that hold the extreme"
     VALUE = "value, recomputed for the groups a change touches"
     PARTITION_KEY = "partition key"
+    BRANCH_COUNT = "copies of the row"
 
 
 @dataclass(frozen=True)
@@ -273,12 +275,68 @@ class Subqueries:
     partition_by: tuple[exp.Expr, ...]
 
 
+def branch_column(index: int) -> str:
+    """Name of the hidden column that counts a row's copies in set-operation branch `index`."""
+    return f"{HIDDEN_PREFIX}c{index}"
+
+
+class SetKind(str, Enum):
+    UNION = "UNION"
+    INTERSECT = "INTERSECT"
+    EXCEPT = "EXCEPT"
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One SELECT of a set operation: its own plan (its sources numbered from 0), where its
+    sources start among the view's (`offset`), and whether it is SELECT DISTINCT (its plan is
+    the SELECT without DISTINCT: the branch's rows are then its distinct rows)."""
+
+    index: int
+    plan: ViewPlan
+    offset: int
+    distinct: bool = False
+
+
+@dataclass(frozen=True)
+class SetOperation:
+    """`left <kind> [ALL] right`, as sqlglot parses the model (INTERSECT binds tighter)."""
+
+    kind: SetKind
+    distinct: bool
+    left: SetNode
+    right: SetNode
+
+
+SetNode = Branch | SetOperation
+
+
+def set_branches(node: SetNode) -> tuple[Branch, ...]:
+    """The branches of a set operation, left to right."""
+    if isinstance(node, Branch):
+        return (node,)
+    return set_branches(node.left) + set_branches(node.right)
+
+
+@dataclass(frozen=True)
+class SetOperations:
+    """A set-operation view: the normalized query and its tree of branches."""
+
+    query: exp.Query
+    tree: SetNode
+
+    @property
+    def branches(self) -> tuple[Branch, ...]:
+        return set_branches(self.tree)
+
+
 @dataclass(frozen=True)
 class ViewPlan:
     """Everything about a view that a build or a refresh needs, decided once."""
 
     view_class: ViewClass
-    query: exp.Select  # normalized: qualified, stars expanded, CTEs/subqueries merged
+    query: exp.Select  # normalized: qualified, stars expanded, CTEs/subqueries merged; a set
+    # operation's first branch (the whole query: `model_query`)
     sources: tuple[Source, ...]
     tree: JoinNode
     where: exp.Expr | None
@@ -291,6 +349,12 @@ class ViewPlan:
     functions: tuple[str, ...] = ()  # declared deterministic (the model's deterministic_functions)
     windows: Windows | None = None  # a window view's rows (`ViewClass.WINDOW`)
     subqueries: Subqueries | None = None  # a semi-join view's subquery tests (`ViewClass.SEMI_JOIN`)
+    set_operation: SetOperations | None = None  # a set operation's branches (`ViewClass.SET_OPERATION`)
+
+    @property
+    def model_query(self) -> exp.Query:
+        """The whole normalized query: `query`, or a set operation's."""
+        return self.set_operation.query if self.set_operation is not None else self.query
 
     @property
     def is_global(self) -> bool:
@@ -330,7 +394,7 @@ class ViewPlan:
     def normalized_sql(self) -> str:
         from dbt_ivm.verbatim import to_sql
 
-        return to_sql(self.query)
+        return to_sql(self.model_query)
 
     @property
     def definition_hash(self) -> str:

@@ -14,6 +14,7 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `shape`: outputs, grouping and aggregates, the view's class and hidden columns;
 - `windows`: a window view's SELECT, the query over it, and the partition its windows share;
 - `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
+- `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import shape, subqueries, windows
+from dbt_ivm.analyze import setops, shape, subqueries, windows
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
@@ -56,6 +57,8 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     """
     declared = tuple(sorted({f.strip().lower() for f in functions if f.strip()}))
     raw = parse(model) if isinstance(model, str) else model
+    if isinstance(raw, exp.SetOperation):
+        return setops.set_plan(raw, lambda branch: analyze(branch, schema, declared))
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]

@@ -49,12 +49,21 @@ def parse(sql: str) -> exp.Expr:
     if len(statements) != 1:
         raise UnsupportedView(f"{len(statements)} statements", "a model is one SELECT")
     stmt = statements[0]
-    while isinstance(stmt, exp.Subquery) and not stmt.alias and isinstance(stmt.this, exp.Query):
+    while isinstance(stmt, exp.Subquery) and isinstance(stmt.this, exp.Query) and not stmt.alias:
+        _bare(stmt)
         stmt = stmt.this  # (SELECT ...): the parentheses mean nothing at the top
     if not isinstance(stmt, exp.Query):
         kind = stmt.name.upper() if isinstance(stmt, exp.Command) else stmt.key.upper()
         raise UnsupportedView(f"a non-SELECT statement ({kind})", "a model is one SELECT")
     return stmt
+
+
+def _bare(subquery: exp.Subquery) -> None:
+    """Parentheses around the model and nothing else: no ORDER BY or LIMIT after them."""
+    for arg, value in subquery.args.items():
+        if arg != "this" and not (value is None or value is False or value == []):
+            clause = arg.upper() + " BY" * (arg in ("order", "sort", "cluster", "distribute"))
+            raise refuse(f"{clause} after a parenthesized query", subquery, "drop it: a view has no row order or limit")
 
 
 def cte_names(tree: exp.Expr) -> set[str]:

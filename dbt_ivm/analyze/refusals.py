@@ -29,6 +29,7 @@ from dbt_ivm.analyze.functions import (
 )
 from dbt_ivm.analyze.join_tree import parenthesized
 from dbt_ivm.analyze.parsing import DIALECT, cte_names, refuse, snippet
+from dbt_ivm.analyze.setops import SEPARATE_MODEL, set_operation_name
 from dbt_ivm.analyze.subqueries import check_subquery, is_test_query
 from dbt_ivm.analyze.windows import check_window, in_window
 from dbt_ivm.ir import HIDDEN_PREFIX, is_hidden
@@ -74,8 +75,8 @@ def _is_order_by(node: exp.Expr) -> bool:
 
 
 def _set_operation(node: exp.SetOperation) -> str:
-    kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(node), "set operation")
-    return f"set operation {kind}" + ("" if node.args.get("distinct") else " ALL")
+    """A set operation inside the query (a top-level one is a view class: `analyze.setops`)."""
+    return f"set operation {set_operation_name(node)} in a subquery or CTE (a query over a set operation)"
 
 
 def _is_nondeterministic(node: exp.Expr) -> bool:
@@ -226,7 +227,7 @@ RULES: tuple[Refusal | Check, ...] = (
         "drop it: a view has no row order",
     ),
     Refusal(_is_order_by, _named("ORDER BY"), "a view has no row order: drop ORDER BY and sort when reading"),
-    Refusal(_of(exp.SetOperation), _set_operation, "make one fast_mv per branch, or use materialized='table'"),
+    Refusal(_of(exp.SetOperation), _set_operation, SEPARATE_MODEL.format("set operation", "")),
     Refusal(
         lambda node: isinstance(node, exp.With) and node.args.get("recursive"),
         _named("WITH RECURSIVE"),

@@ -11,12 +11,12 @@ ranges); `keys` (join keys and the narrowing by them); `identities` (stored rows
 identity); `jointree` (the join tree at refresh time); `flips` (the unique-key flip);
 `outer_terms` (terms over outer joins); `terms` (the one place that tells inner terms from outer
 ones); `changes` (change feeds and the telescoping sum of terms); then the classes: `joins`,
-`outer_joins`, `aggregate`, `windows`, `semijoins`.
+`outer_joins`, `aggregate`, `windows`, `semijoins`, `setops`.
 """
 
 from __future__ import annotations
 
-from dbt_ivm.classes import aggregate, joins, outer_joins, semijoins, windows
+from dbt_ivm.classes import aggregate, joins, outer_joins, semijoins, setops, windows
 from dbt_ivm.classes.rules import NULL_KEY_FALLBACK as NULL_KEY_FALLBACK
 from dbt_ivm.classes.rules import Appender as Appender
 from dbt_ivm.classes.rules import Describe as Describe
@@ -37,6 +37,7 @@ _RULES: dict[ViewClass, ViewRules] = {
     ViewClass.AGGREGATE_JOIN: aggregate.RULES,
     ViewClass.WINDOW: windows.RULES,
     ViewClass.SEMI_JOIN: semijoins.RULES,
+    ViewClass.SET_OPERATION: setops.RULES,
 }
 
 

@@ -1439,18 +1439,24 @@ REFUSED: list[Refused] = [
     no("cluster_by", "select id from eq_shop.orders cluster by id", "CLUSTER BY"),
     no("distribute_by", "select id from eq_shop.orders distribute by id", "DISTRIBUTE BY"),
     # --- set operations -------------------------------------------------------------------------
-    no("union", "select id from eq_shop.orders union select id from eq_shop.customers", "set operation UNION"),
+    # a top-level set operation is a view class (`tests/unit/test_setops.py`); over one, refused
     no(
-        "union_all",
-        "select id from eq_shop.orders union all select id from eq_shop.customers",
-        "set operation UNION ALL",
+        "union_in_subquery",
+        "select u.id, count(*) as n from (select id from eq_shop.orders union select id from eq_shop.customers) u "
+        "group by u.id",
+        "set operation UNION in a subquery or CTE",
     ),
     no(
-        "intersect",
-        "select id from eq_shop.orders intersect select id from eq_shop.customers",
-        "set operation INTERSECT",
+        "intersect_joined",
+        "select c.id from eq_shop.customers c join (select id from eq_shop.orders intersect all "
+        "select id from eq_shop.customers) i on c.id = i.id",
+        "set operation INTERSECT ALL in a subquery or CTE",
     ),
-    no("except", "select id from eq_shop.orders except select id from eq_shop.customers", "set operation EXCEPT"),
+    no(
+        "except_aggregate_branch",
+        "select id from eq_shop.orders except select max(id) as id from eq_shop.customers",
+        "an aggregate branch of a set operation",
+    ),
     no(
         "union_in_cte",
         "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) select id from u",

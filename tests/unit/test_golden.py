@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbt_ivm import analyze, consistency, verbatim
-from dbt_ivm.classes import aggregate, joins, semijoins, windows
+from dbt_ivm.classes import aggregate, joins, semijoins, setops, windows
 from tests.unit.views import (
     AGG,
     BACKING,
@@ -21,6 +21,7 @@ from tests.unit.views import (
     LATEST,
     LEFT,
     NESTED,
+    NESTED_SETOPS,
     NEW,
     NOT_IN,
     OLD,
@@ -29,6 +30,7 @@ from tests.unit.views import (
     SCHEMA,
     SELF,
     SEMI,
+    SETOPS,
     WINDOW_SCHEMA,
 )
 
@@ -87,6 +89,16 @@ CASES = {
     "delta_window": lambda: windows.delta_select(analyze(RANKED, WINDOW_SCHEMA), BACKING, NEW, "__ivm_parts_x"),
     "merge_window": lambda: windows.merge_statement(analyze(LATEST, WINDOW_SCHEMA), BACKING, "__ivm_delta_x"),
     "view_window_filtered": lambda: windows.view_select(analyze(LATEST, WINDOW_SCHEMA), BACKING),
+    "build_setops": lambda: setops.build_select(analyze(SETOPS, OUTER_SCHEMA), {**NEW, "db.r": 6}),
+    "delta_setops": lambda: setops.delta_select(
+        analyze(SETOPS, OUTER_SCHEMA),
+        {**OLD, "db.r": 2},
+        {**NEW, "db.r": 2},
+        {0: "__ivm_chg_0", 1: "__ivm_chg_1", 3: "__ivm_chg_3"},
+        {"id": "int", "name": "string"},
+    ),
+    "merge_setops": lambda: setops.merge_statement(analyze(SETOPS, OUTER_SCHEMA), BACKING, "__ivm_delta_x"),
+    "view_setops_nested": lambda: setops.view_select(analyze(NESTED_SETOPS, OUTER_SCHEMA), BACKING, {"cust": "bigint"}),
     "recompute": lambda: consistency.consistency_sql(BACKING, consistency.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
     "recompute_float_columns": lambda: consistency.consistency_sql(
         BACKING, consistency.pin_versions(GLOBAL, {"db.o": 3}), {"n": "bigint", "low": "double"}

@@ -44,3 +44,12 @@ SEMI = (
     "and c.name <> 'x') and o.cust not in (select r.cid from db.r r where r.cid = o.cust and r.label is not null)"
 )
 NOT_IN = "select id, note from db.o where cust not in (select cid from db.c where name like 'a%')"
+# Set operations (`classes.setops`): a UNION ALL of a join and an outer join, and a nested mix.
+SETOPS = (
+    "select o.id, c.name from db.o o join db.c c on o.cust = c.cid union all "
+    "select r.rid, c.name from db.r r left join db.c c on r.cid = c.cid"
+)
+NESTED_SETOPS = (
+    "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
+    "union all select id from db.o intersect select rid from db.r"
+)

@@ -17,6 +17,7 @@ from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms,
 from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
+    CALCULATED,
     CHAINS,
     COERCED,
     JOINS,
@@ -42,7 +43,7 @@ from tests.harness import (
 pytestmark = pytest.mark.spark
 
 SAMPLE = {"single": 6, "joins": 3, "keyed": 8, "aggregates": 2, "outer": 2, "coerced": 4, "using": 2}
-SAMPLE |= {"merged": 2, "windows": 1, "chains": 2}
+SAMPLE |= {"merged": 2, "windows": 1, "chains": 2, "calculated": 2}
 # x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
@@ -55,8 +56,9 @@ STRESS = {
     "using": 60,
     "windows": 35,
     "merged": 100,
+    "calculated": 40,
 }
-FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
+FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS, CALCULATED]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:

@@ -975,7 +975,7 @@ CALCULATED = Family(
         _agg(
             "c_ratio",
             "WITH s AS (SELECT g, sum(x) AS sx, count(x) AS cx, count(*) AS n, sum(m) AS sm FROM {db}.p GROUP BY g) "
-            "SELECT n, g AS grp, sx / cx AS mean, sm / n AS per_row FROM s WHERE n > 1 OR grp IS NULL",
+            "SELECT n, g AS grp, sx / cx AS mean, sm / n AS per_row FROM s WHERE n > 1 OR g IS NULL",
         ),
         _agg(
             "c_case",

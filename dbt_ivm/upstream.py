@@ -81,8 +81,15 @@ def feed(upstream: Upstream, start: int, end: int) -> exp.Select:
     """The upstream's change rows over versions `start`..`end` of its storage, with the storage's
     `_change_type`: each stored row's pre- or post-image as the view shows it."""
     select, table = _select(upstream)
-    table.replace(_changes(upstream.storage, start, end))
-    return select.select(col(CHANGE_TYPE), copy=False)
+    changes = _changes(upstream.storage, start, end)
+    table.replace(changes)
+    # each SELECT from the feed out carries it (a window view's query over its rows' derived table)
+    node: exp.Expr | None = changes.parent
+    while node is not None:
+        if isinstance(node, exp.Select):
+            node.select(col(CHANGE_TYPE), copy=False)
+        node = node.parent
+    return select
 
 
 def read_at(source: Source, version: int) -> exp.Table | exp.Subquery:

@@ -242,3 +242,101 @@ def create_source(spark: Any, schema: str, name: str, columns: str, rows: str | 
     spark.sql(f"CREATE TABLE {schema}.{name} ({columns}) {using}")
     if rows:
         spark.sql(f"INSERT INTO {schema}.{name} VALUES {rows}")
+
+
+# --- a small TPC-DI-like project (integration_tests/test_tpcdi.py) -------------------------------
+# A customer change log (one row per version: a customer's eff_ts are distinct) and a trade feed
+# loaded more than once (a trade's loaded_at are distinct); both in the test's schema.
+TPCDI_SOURCES_YML = """
+version: 2
+sources:
+  - name: tpcdi
+    schema: "{{ target.schema }}"
+    tables:
+      - name: customer_changes
+      - name: trades_raw
+"""
+TPCDI_TABLES = {
+    "customer_changes": "customer_id BIGINT, eff_ts TIMESTAMP, tier STRING, city STRING",
+    "trades_raw": "trade_id BIGINT, customer_id BIGINT, trade_ts TIMESTAMP, qty INT, price DECIMAL(10,2), "
+    "loaded_at TIMESTAMP",
+}
+TPCDI_ROWS = {
+    "customer_changes": """
+        (1, TIMESTAMP'2024-01-01 00:00:00', 'gold', 'Austin'), (1, TIMESTAMP'2024-03-01 00:00:00', 'silver', 'Austin'),
+        (2, TIMESTAMP'2024-01-15 00:00:00', 'bronze', 'Boston'), (2, TIMESTAMP'2024-02-15 00:00:00', 'bronze', NULL),
+        (2, TIMESTAMP'2024-04-01 00:00:00', 'gold', 'Boston'), (3, TIMESTAMP'2024-02-01 00:00:00', NULL, 'Chicago'),
+        (4, TIMESTAMP'2024-01-10 00:00:00', 'silver', 'Denver')
+    """,
+    "trades_raw": """
+        (100, 1, TIMESTAMP'2024-01-05 10:00:00', 10, 12.50, TIMESTAMP'2024-06-01 00:00:00'),
+        (100, 1, TIMESTAMP'2024-01-05 10:00:00', 12, 12.50, TIMESTAMP'2024-06-02 00:00:00'),
+        (101, 1, TIMESTAMP'2024-03-05 09:00:00', 5, 40.00, TIMESTAMP'2024-06-01 00:00:00'),
+        (102, 2, TIMESTAMP'2024-02-20 11:00:00', 7, 3.25, TIMESTAMP'2024-06-01 00:00:00'),
+        (103, 2, TIMESTAMP'2024-04-02 12:00:00', 0, 9.99, TIMESTAMP'2024-06-01 00:00:00'),
+        (104, 3, TIMESTAMP'2024-02-03 08:00:00', 3, NULL, TIMESTAMP'2024-06-01 00:00:00'),
+        (105, 4, TIMESTAMP'2024-01-11 15:00:00', 8, 20.00, TIMESTAMP'2024-06-01 00:00:00'),
+        (106, 9, TIMESTAMP'2024-01-11 15:00:00', 1, 1.00, TIMESTAMP'2024-06-01 00:00:00')
+    """,
+}
+# The feed the dedup reads. A UNION ALL of two feeds (set operations, being built) is one more
+# model, `trades_all.sql`, with this pointing at `ref('trades_all')`.
+TPCDI_TRADES = "{{ source('tpcdi', 'trades_raw') }}"
+TPCDI_MODELS = {
+    # SCD-2: end dates by LEAD over the customer's versions, a current flag
+    "dim_customer": (
+        "select customer_id, eff_ts, tier, city, "
+        "coalesce(lead(eff_ts) over (partition by customer_id order by eff_ts), "
+        "timestamp'9999-12-31 00:00:00') as end_ts, "
+        "lead(eff_ts) over (partition by customer_id order by eff_ts) is null as is_current "
+        "from {{ source('tpcdi', 'customer_changes') }}"
+    ),
+    # keep each trade's latest load
+    "trades_dedup": (
+        "select trade_id, customer_id, trade_ts, qty, price from (select trade_id, customer_id, trade_ts, qty, "
+        "price, row_number() over (partition by trade_id order by loaded_at desc) as rn "
+        f"from {TPCDI_TRADES}) s where rn = 1"
+    ),
+    # each trade with the customer's version at the trade's time (point-in-time, BETWEEN)
+    "fact_trade": (
+        "select t.trade_id, t.trade_ts, t.qty, t.price, t.qty * t.price as amount, d.customer_id, d.tier, d.city, "
+        "d.is_current as customer_current from {{ ref('trades_dedup') }} t join {{ ref('dim_customer') }} d "
+        "on t.customer_id = d.customer_id and t.trade_ts between d.eff_ts and d.end_ts"
+    ),
+    # the report: calculated columns over the aggregate's (a ratio that may divide by 0, a CASE)
+    "tier_report": (
+        "with g as (select tier, count(*) as trades, sum(amount) as volume, sum(qty) as shares, "
+        "count(distinct customer_id) as customers, max(trade_ts) as last_trade from {{ ref('fact_trade') }} "
+        "group by tier) "
+        "select coalesce(tier, 'none') as tier, trades, volume, volume / shares as avg_price, "
+        "round(volume / customers, 2) as per_customer, "
+        "case when trades >= 3 then 'active' when trades = 2 then 'some' else 'quiet' end as activity, last_trade "
+        "from g where trades > 0"
+    ),
+}
+# Each round: new versions (an SCD change ends the current one), a correction in place, a version
+# deleted (its neighbours' end dates join up), a new customer; new trades, a trade loaded again
+# (the dedup switches to the new load), a load deleted (back to the older one), a price fixed.
+TPCDI_CHANGES = [
+    [
+        "INSERT INTO {customer_changes} VALUES (1, TIMESTAMP'2024-05-01 00:00:00', 'platinum', 'Dallas'), "
+        "(5, TIMESTAMP'2024-02-01 00:00:00', 'bronze', 'El Paso'), (3, TIMESTAMP'2024-03-10 00:00:00', 'gold', NULL)",
+        "UPDATE {customer_changes} SET city = 'Bangor' "
+        "WHERE customer_id = 2 AND eff_ts = TIMESTAMP'2024-02-15 00:00:00'",
+        "INSERT INTO {trades_raw} VALUES "
+        "(107, 5, TIMESTAMP'2024-02-02 10:00:00', 4, 5.00, TIMESTAMP'2024-06-03 00:00:00'), "
+        "(108, 1, TIMESTAMP'2024-05-02 10:00:00', 2, 100.00, TIMESTAMP'2024-06-03 00:00:00'), "
+        "(102, 2, TIMESTAMP'2024-02-20 11:00:00', 9, 3.25, TIMESTAMP'2024-06-03 00:00:00')",
+        "UPDATE {trades_raw} SET price = 41.00 WHERE trade_id = 101",
+    ],
+    [
+        "DELETE FROM {customer_changes} WHERE customer_id = 2 AND eff_ts = TIMESTAMP'2024-02-15 00:00:00'",
+        "UPDATE {customer_changes} SET tier = 'gold' WHERE customer_id = 4",
+        "DELETE FROM {customer_changes} WHERE customer_id = 5",
+        "DELETE FROM {trades_raw} WHERE trade_id = 100 AND loaded_at = TIMESTAMP'2024-06-02 00:00:00'",
+        "DELETE FROM {trades_raw} WHERE trade_id = 103",
+        "INSERT INTO {trades_raw} VALUES (109, 3, TIMESTAMP'2024-03-11 00:00:00', 6, 7.50, "
+        "TIMESTAMP'2024-06-04 00:00:00'), (110, 2, TIMESTAMP'2024-02-16 00:00:00', 1, 2.00, "
+        "TIMESTAMP'2024-06-04 00:00:00')",
+    ],
+]

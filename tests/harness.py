@@ -1075,3 +1075,60 @@ SUBQUERIES = Family(
     ),
     odds=(("r", 0.6), ("s", 0.6), ("t", 0.4)),
 )
+
+
+# A calculated SELECT over an aggregate (`analyze.calculated`): ratios that divide by a count
+# that may be 0 (NULL, as the model gives), CASE, casts, arithmetic, renames and reordering over
+# an aggregate's columns in an outer query or CTE, an outer WHERE (HAVING after the inner one),
+# over a global aggregate, DISTINCT, aggregates without a rule, a join and a LEFT JOIN, and a
+# chain of CTEs. Doubles with NaN and the infinities (p.x) and NULLs everywhere.
+CALCULATED = Family(
+    "calculated",
+    (P, Q),
+    (
+        _agg(
+            "c_ratio",
+            "WITH s AS (SELECT g, sum(x) AS sx, count(x) AS cx, count(*) AS n, sum(m) AS sm FROM {db}.p GROUP BY g) "
+            "SELECT n, g AS grp, sx / cx AS mean, sm / n AS per_row FROM s WHERE n > 1 OR g IS NULL",
+        ),
+        _agg(
+            "c_case",
+            "SELECT s.k, CASE WHEN s.lo IS NULL THEN 'none' WHEN s.hi - s.lo > 1 THEN 'wide' ELSE 'narrow' END "
+            "AS spread, cast(s.sm AS bigint) AS whole, s.sm * 2 - 1 AS calc FROM (SELECT k, min(x) AS lo, "
+            "max(x) AS hi, sum(m) AS sm FROM {db}.p GROUP BY k HAVING count(*) > 1) s WHERE s.sm IS NULL OR s.sm <> 0",
+        ),
+        _agg(
+            "c_global",
+            "SELECT t.n - t.cx AS nulls, t.sm / t.cm AS avg_m, t.hi FROM (SELECT count(*) AS n, count(x) AS cx, "
+            "sum(m) AS sm, count(m) AS cm, max(g) AS hi FROM {db}.p) t WHERE t.n >= 0",
+        ),
+        _agg(
+            "c_join",
+            "SELECT upper(a.w) AS w, a.n, round(a.s / a.n, 1) AS avg_m, a.lo <= a.hi AS ordered FROM (SELECT q.w, "
+            "count(*) AS n, sum(p.m) AS s, min(p.k) AS lo, max(q.k) AS hi FROM {db}.p p JOIN {db}.q q ON p.k = q.k "
+            "GROUP BY q.w) a WHERE a.n > 1 OR a.w IS NULL",
+        ),
+        _agg(
+            "c_distinct",
+            "SELECT concat(coalesce(d.g, '-'), cast(d.k AS string)) AS gk, d.k * 10 AS k10 "
+            "FROM (SELECT DISTINCT g, k FROM {db}.p) d",
+        ),
+        _agg(
+            "c_no_rule",
+            "SELECT k, dg * 2 AS dg2, coalesce(sd, -1.0) AS sd FROM (SELECT k, count(DISTINCT g) AS dg, "
+            "stddev(x) AS sd FROM {db}.p GROUP BY k) s WHERE dg > 0",
+        ),
+        _agg(
+            "c_left",
+            "SELECT a.k, a.matched / a.n AS share, -a.hi AS neg FROM (SELECT q.k, count(*) AS n, "
+            "count(p.g) AS matched, max(p.m) AS hi FROM {db}.q q LEFT JOIN {db}.p p ON q.k = p.k GROUP BY q.k) a",
+        ),
+        _agg(
+            "c_chain",
+            "WITH a AS (SELECT k, g, max(m) AS top, min(m) AS low, count(*) AS n FROM {db}.p GROUP BY k, g), "
+            "b AS (SELECT g, k, top - low AS spread, n FROM a WHERE n > 1) "
+            "SELECT g, spread, k FROM b WHERE spread IS NOT NULL",
+        ),
+    ),
+    odds=(("p", 0.85), ("q", 0.35)),
+)

@@ -17,6 +17,7 @@ from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms,
 from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
+    CALCULATED,
     CHAINS,
     COERCED,
     JOINS,
@@ -47,7 +48,7 @@ pytestmark = pytest.mark.spark
 # budget (the outer family's one round still takes every flip and compensation path).
 SAMPLE = {"single": 3, "joins": 2, "keyed": 4, "aggregates": 2, "outer": 1, "coerced": 2, "using": 2}
 SAMPLE |= {"merged": 2, "windows": 1, "chains": 2}
-SAMPLE |= {"subqueries": 1, "setops": 1}
+SAMPLE |= {"subqueries": 1, "setops": 1, "calculated": 1}
 # x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
@@ -62,9 +63,10 @@ STRESS = {
     "merged": 100,
     "subqueries": 40,  # x14 views: 560 checks
     "setops": 50,
+    "calculated": 40,
 }
 FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
-FAMILIES += [SUBQUERIES, SETOPS]
+FAMILIES += [SUBQUERIES, SETOPS, CALCULATED]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:

@@ -8,6 +8,7 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `parsing`: one SELECT, and the source tables it names;
 - `refusals`: the constructs no refresh maintains, on the tree as written;
 - `normalization`: qualified, expanded, CTEs and subqueries merged, outputs named as Spark does;
+- `calculated`: a query that projects and filters one aggregate's groups, merged into it;
 - `join_tree`: outer joins a predicate makes inner rewritten, then the FROM clause as a tree
   (with `nulls`, the NULL analysis both rely on, and `functions`, what the analysis knows of
   Spark's functions);
@@ -25,6 +26,7 @@ from sqlglot import exp
 
 from dbt_ivm import verbatim
 from dbt_ivm.analyze import setops, shape, subqueries, windows
+from dbt_ivm.analyze.calculated import merge_calculated
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
@@ -65,7 +67,7 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     if missing:
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     check_groups(raw)
-    tree = windows.with_window_subquery(normalize(raw, schema))
+    tree = windows.with_window_subquery(merge_calculated(normalize(raw, schema)))
     if not isinstance(tree, exp.Select):
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
     if subqueries.has_subquery(tree):

@@ -19,6 +19,12 @@ from dbt_ivm.ir import TableName
 
 DIALECT = verbatim.DIALECT  # Spark, with every function call kept as written
 Schema = Mapping[str, Mapping[str, str]]
+# What to do with an aggregate over an aggregate, or a window over one.
+SPLIT_HINT = (
+    "split it into two fast_mv models: the GROUP BY in one, and the query over its groups in a second model "
+    "that reads the first with ref() (a fast_mv can read another fast_mv: README, Chains), "
+    "or use materialized='table'"
+)
 
 
 def position(node: exp.Expr) -> str | None:

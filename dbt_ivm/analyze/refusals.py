@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dbt_ivm.analyze.calculated import aggregating
 from dbt_ivm.analyze.functions import (
     BUILTIN_NAMES,
     GENERATOR_CLASSES,
@@ -28,7 +29,7 @@ from dbt_ivm.analyze.functions import (
     is_aggregate,
 )
 from dbt_ivm.analyze.join_tree import parenthesized
-from dbt_ivm.analyze.parsing import DIALECT, cte_names, refuse, snippet
+from dbt_ivm.analyze.parsing import DIALECT, SPLIT_HINT, cte_names, refuse, snippet
 from dbt_ivm.analyze.setops import SEPARATE_MODEL, set_operation_name
 from dbt_ivm.analyze.subqueries import check_subquery, is_test_query
 from dbt_ivm.analyze.windows import check_window, in_window
@@ -328,6 +329,13 @@ def check_merged(select: exp.Select) -> None:
     for sub in select.find_all(exp.Subquery, exp.CTE):
         if parenthesized(sub) is not None:
             continue
+        if aggregating(sub.this):
+            raise refuse(
+                f"a grouped subquery or CTE ({snippet(sub)}) that the query joins to other rows or computes "
+                "windows over (only a query that projects and filters one aggregate's groups is merged)",
+                sub,
+                SPLIT_HINT,
+            )
         raise refuse(
             f"a FROM subquery or CTE that could not be merged into the query ({snippet(sub)})",
             sub,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt_ivm.analyze.functions import ORDER_SENSITIVE_AGGREGATES, aggregate_calls, func_key
-from dbt_ivm.analyze.parsing import DIALECT, refuse, snippet
+from dbt_ivm.analyze.parsing import DIALECT, SPLIT_HINT, refuse, snippet
 from dbt_ivm.ir import Windows
 
 # Window functions whose value depends on the order of the rows in the partition (or frame):
@@ -75,16 +75,14 @@ def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
             raise refuse(
                 f"window functions together with {construct} (a window over an aggregate)",
                 at or select.args[arg],
-                "compute the aggregate in its own fast_mv and the windows in a model over it, "
-                "or use materialized='table'",
+                SPLIT_HINT,
             )
     for e in select.expressions:
         for call in _aggregates_outside_windows(e):
             raise refuse(
                 f"aggregate {snippet(call)} beside window functions (a window over an aggregate)",
                 call,
-                "compute the aggregate in its own fast_mv and the windows in a model over it, "
-                "or use materialized='table'",
+                SPLIT_HINT,
             )
 
 

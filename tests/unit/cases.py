@@ -577,6 +577,69 @@ ACCEPTED: list[Accepted] = [
         "orders:P",
         "g_0 count a_0",
     ),
+    # --- a calculated SELECT over an aggregate: merged, the outer query over the groups ---------
+    ok(
+        "subquery_group_by",
+        "select * from (select status, count(*) as n from eq_shop.orders group by status) t",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 count",
+        columns=("status", "n"),
+    ),
+    ok(
+        "subquery_distinct",
+        "select t.id from (select distinct id from eq_shop.orders) t",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 count",
+        normalized_has=("GROUP BY `orders`.`id`",),
+    ),
+    ok(
+        "calculated_ratio_case_cast",
+        "with g as (select status, sum(amount) as total, count(*) as n, count(customer_id) as nc "
+        "from eq_shop.orders group by status) "
+        "select n as orders, status as st, total / nc as per_customer, cast(total as bigint) as whole, "
+        "case when n > 1 then 'many' else 'one' end as size from g where total > 0 or nc = 0",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 count nn_1 a_1 nn_2",
+        columns=("orders", "st", "per_customer", "whole", "size"),
+        normalized_has=("HAVING (", "SUM(`orders`.`amount`) / COUNT(`orders`.`customer_id`)"),
+    ),
+    ok(
+        "calculated_over_having_and_join",
+        "select t.name, (t.total + 1) * 2 as doubled, -t.total as negated from (select c.name, sum(o.amount) as total "
+        "from eq_shop.orders o join eq_shop.customers c on o.customer_id = c.id group by c.name "
+        "having count(*) > 1) t where t.name <> 'x'",
+        AGG_JOIN,
+        "inner(o, c)",
+        "o:P c:P",
+        "g_0 count nn_0 a_0",
+        normalized_has=("(SUM(`o`.`amount`) + 1) * 2", "-SUM(`o`.`amount`) AS `negated`", "COUNT(*) > 1 AND ("),
+    ),
+    ok(
+        "calculated_over_global",
+        "select t.total / t.n as mean, t.n from (select sum(amount) as total, count(*) as n from eq_shop.orders) t "
+        "where t.n > 0",
+        AGG,
+        "orders",
+        "orders:P",
+        "count nn_0 a_0",
+    ),
+    ok(
+        "calculated_chain_of_ctes",
+        "with a as (select region_id, status, max(amount) as top, min(amount) as low from eq_shop.orders "
+        "group by region_id, status), b as (select region_id, top - low as spread from a) "
+        "select region_id, spread from b where spread is not null",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 g_1 count a_0 m_0 a_1 m_1",
+        columns=("region_id", "spread"),
+    ),
     # --- DISTINCT and aggregates ----------------------------------------------------------
     ok("distinct", "select distinct status from eq_shop.orders", AGG, "orders", "orders:P", "g_0 count"),
     ok("distinct_star", "select distinct * from eq_shop.regions", AGG, "regions", "regions:P", "g_0 g_1 count"),
@@ -1686,17 +1749,46 @@ REFUSED: list[Refused] = [
     no("distinct_aggregate", "select distinct count(*) as n from eq_shop.orders", "DISTINCT together with aggregates"),
     # --- subqueries that cannot be merged ------------------------------------------------------------------
     no(
-        "subquery_group_by",
-        "select * from (select status, count(*) as n from eq_shop.orders group by status) t",
-        "could not be merged",
-    ),
-    no(
         "cte_group_by_joined",
         "with t as (select customer_id, sum(amount) as total from eq_shop.orders "
         "group by customer_id) select c.name, t.total from eq_shop.customers c join t on t.customer_id = c.id",
-        "could not be merged",
+        "a grouped subquery or CTE",
     ),
-    no("subquery_distinct", "select t.id from (select distinct id from eq_shop.orders) t", "could not be merged"),
+    # --- an aggregate or a window over an aggregate ----------------------------------------------------
+    no(
+        "aggregate_over_aggregate",
+        "select sum(total) as grand from (select customer_id, sum(amount) as total from eq_shop.orders "
+        "group by customer_id) t",
+        "an aggregate over an aggregate (SUM(",
+    ),
+    no(
+        "group_by_over_aggregate",
+        "with t as (select customer_id, status, count(*) as n from eq_shop.orders group by customer_id, status) "
+        "select status, max(n) as most from t group by status",
+        "an aggregate over an aggregate",
+    ),
+    no(
+        "distinct_over_aggregate",
+        "select distinct t.n from (select status, count(*) as n from eq_shop.orders group by status) t",
+        "an aggregate over an aggregate (a DISTINCT",
+    ),
+    no(
+        "window_over_aggregate_subquery",
+        "select t.status, rank() over (order by t.n) as r from "
+        "(select status, count(*) as n from eq_shop.orders group by status) t",
+        "a window over an aggregate",
+    ),
+    no(
+        "window_rows_over_aggregate",
+        "select * from (select status, n, row_number() over (order by n, status) as rn from "
+        "(select status, count(*) as n from eq_shop.orders group by status) t) w where rn = 1",
+        "a grouped subquery or CTE",
+    ),
+    no(
+        "calculated_group_by_integer_constant",
+        "select t.one, t.n from (select 1 as one, count(*) as n from eq_shop.orders group by 1) t",
+        "GROUP BY the integer constant 1",
+    ),
     no(
         "subquery_with_join",
         "select o.id, x.name from eq_shop.orders o join (select c.id, r.name "

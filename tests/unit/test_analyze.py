@@ -286,3 +286,38 @@ def test_comments_and_a_trailing_semicolon_are_fine():
 def test_having_alone_aggregates_globally():
     plan = analyze("select count(*) as n from eq_shop.orders having count(*) > 0", SHOP)
     assert plan.view_class is ViewClass.AGGREGATE and plan.group_by == ()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select sum(n) as s from (select status, count(*) as n from eq_shop.orders group by status) t",
+        "select t.status, rank() over (order by t.n) as r from "
+        "(select status, count(*) as n from eq_shop.orders group by status) t",
+        "select status, count(*) as n, rank() over (order by count(*)) as r from eq_shop.orders group by status",
+        "select c.name, t.n from eq_shop.customers c join "
+        "(select customer_id, count(*) as n from eq_shop.orders group by customer_id) t on t.customer_id = c.id",
+    ],
+)
+def test_an_aggregate_or_window_over_an_aggregate_says_split_it_into_two_models(sql):
+    with pytest.raises(UnsupportedView) as info:
+        analyze(sql, SHOP)
+    assert "split it into two fast_mv models" in info.value.hint and "Chains" in info.value.hint
+
+
+def test_a_calculated_select_keeps_the_aggregates_state_and_computes_in_the_view():
+    """The outer query's expressions are written over the aggregate's: the state is the
+    aggregate's (the inner column the outer query does not read is not kept), the outer WHERE
+    is HAVING after the inner one."""
+    plan = analyze(
+        "with g as (select status, sum(amount) as total, count(*) as n, max(id) as unused from eq_shop.orders "
+        "group by status having min(id) > 0) select status, total / n as mean from g where n > 1",
+        SHOP,
+    )
+    assert [o.name for o in plan.outputs] == ["status", "mean"]
+    assert [a.call.sql(dialect="spark") for a in plan.aggregates] == [
+        "SUM(`orders`.`amount`)",
+        "COUNT(*)",
+        "MIN(`orders`.`id`)",
+    ]
+    assert plan.having is not None and plan.having.sql(dialect="spark") == "MIN(`orders`.`id`) > 0 AND (COUNT(*) > 1)"

@@ -76,3 +76,21 @@ def test_the_consistency_query_reads_an_upstream_through_its_select_at_the_consu
     assert "VERSION AS OF 4" in pinned and ") s join db.b VERSION AS OF 9 on s.k = b.k" in pinned
     unaliased = consistency.pin_versions("select k from db.stg", {"db.stg": 2}, {"db.stg": upstream})
     assert unaliased.endswith(") AS `stg`") and "VERSION AS OF 2" in unaliased
+
+
+def test_the_feed_of_a_window_view_with_a_query_over_its_rows_carries_the_change_type_out():
+    """`SELECT … FROM (SELECT …, rn FROM storage) s WHERE rn = 1`: the derived table passes
+    `_change_type` to the query over it."""
+    from dbt_ivm.classes import windows
+
+    plan = analyze(
+        parse(
+            "select k, v from (select k, v, row_number() over (partition by k order by v) as rn from db.a) s "
+            "where rn = 1"
+        ),
+        SCHEMA,
+    )
+    upstream = parse_upstream(STG, sql(windows.view_select(plan, STORAGE)))
+    assert upstream is not None
+    changed = sql(feed(upstream, 3, 7))
+    assert changed.count("`_change_type`") == 2, changed

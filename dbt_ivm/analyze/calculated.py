@@ -1,0 +1,140 @@
+"""A calculated SELECT over an aggregate: merged into the aggregate, so that the stored state stays
+the aggregate's and the calculation is applied where `ref()` reads the groups.
+
+A query that only projects and filters the rows of one aggregating subquery or CTE,
+`SELECT k, a / b AS r FROM (SELECT k, sum(x) AS a, count(*) AS b FROM t GROUP BY k) s WHERE b > 1`,
+is that aggregate with the outer expressions written over the inner ones:
+`SELECT k, sum(x) / count(*) AS r FROM t GROUP BY k HAVING count(*) > 1`. The outer query keeps one
+row per group (it neither groups nor joins), so the GROUP BY (or the one global row) stays; its
+WHERE filters groups, as HAVING does, after the inner HAVING (Spark combines the two filters in
+that order); an inner column the outer query does not read is dropped (Spark prunes it too, so
+it is not evaluated there either). The view then computes each outer expression from the stored
+state (`classes.aggregate_view`), on the same values and with the same types as the model's SQL,
+so division by zero, NULLs and ANSI errors come out as they do there.
+
+An aggregate, DISTINCT or a window over the grouped rows is refused: split it in two models.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dbt_ivm.analyze.functions import aggregate_calls
+from dbt_ivm.analyze.parsing import SPLIT_HINT, refuse, snippet
+
+# What a substituted expression can be without parentheses (an operator's operand could regroup;
+# sqlglot counts AND and OR as functions, hence the second test).
+_ATOMS = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean)
+_OPERATORS = (exp.Binary, exp.Unary, exp.Predicate)
+
+
+def merge_calculated(tree: exp.Expr) -> exp.Expr:
+    """`tree` (normalized: its derived tables are top-level CTEs) with a calculated SELECT over one
+    aggregating CTE merged into it; `tree` itself (not modified) when it is no such query."""
+    found = _aggregate_read(tree)
+    if found is None:
+        return tree
+    assert isinstance(tree, exp.Select)
+    inner, alias = found
+    _check_outer(tree)
+    return _merged(tree, inner, alias)
+
+
+def aggregating(select: exp.Expr) -> bool:
+    """A SELECT that groups its rows: GROUP BY, HAVING, DISTINCT or an aggregate call."""
+    if not isinstance(select, exp.Select):
+        return False
+    if any(select.args.get(arg) for arg in ("group", "having", "distinct")):
+        return True
+    return any(next(aggregate_calls(e), None) is not None for e in select.expressions)
+
+
+def _aggregate_read(tree: exp.Expr) -> tuple[exp.Select, str] | None:
+    """(the aggregating SELECT, the name the query reads it by) when `tree` reads one CTE, and
+    nothing else, that groups without windows."""
+    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+        return None
+    with_ = tree.args.get("with_")
+    source = tree.args.get("from_")
+    if not isinstance(with_, exp.With) or len(with_.expressions) != 1 or source is None:
+        return None
+    cte = with_.expressions[0]
+    table = source.this
+    if not isinstance(table, exp.Table) or table.db or table.name != cte.alias_or_name:
+        return None
+    inner = cte.this
+    if not aggregating(inner) or any(e.find(exp.Window) for e in inner.expressions):
+        return None
+    return inner, table.alias_or_name
+
+
+def _check_outer(outer: exp.Select) -> None:
+    """The query over the groups only projects and filters them."""
+    for e in [*outer.expressions, outer.args.get("where")]:
+        window = e.find(exp.Window) if e is not None else None
+        if window is not None:
+            raise refuse(f"a window over an aggregate ({snippet(window)} over grouped rows)", window, SPLIT_HINT)
+    for arg in ("group", "having", "distinct"):
+        if outer.args.get(arg):
+            raise refuse(
+                f"an aggregate over an aggregate (a {arg.upper().replace('GROUP', 'GROUP BY')} over a grouped "
+                "subquery or CTE)",
+                outer.args[arg],
+                SPLIT_HINT,
+            )
+    for e in outer.expressions:
+        call = next(aggregate_calls(e), None)
+        if call is not None:
+            raise refuse(
+                f"an aggregate over an aggregate ({snippet(call)} over a grouped subquery or CTE)", call, SPLIT_HINT
+            )
+
+
+def _merged(outer: exp.Select, inner: exp.Select, alias: str) -> exp.Select:
+    """The aggregate `inner` with `outer`'s select list and its WHERE as (more) HAVING."""
+    columns = {_name(p): p.this if isinstance(p, exp.Alias) else p for p in inner.expressions}
+
+    def substitute(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table == alias and node.name.lower() in columns:
+            value = columns[node.name.lower()].copy()
+            return value if isinstance(value, _ATOMS) and not isinstance(value, _OPERATORS) else exp.Paren(this=value)
+        return node
+
+    merged = inner.copy()
+    if merged.args.get("distinct"):  # one group per distinct row, whatever the outer query computes
+        merged.set("distinct", None)
+        merged.set("group", exp.Group(expressions=[columns[_name(p)].copy() for p in inner.expressions]))
+    group = merged.args.get("group")
+    if group is not None:  # an ordinal points at an inner column, which the outer list replaces
+        group.set("expressions", [_resolved(g, inner) for g in group.expressions])
+    merged.set("expressions", [_named(p).transform(substitute) for p in outer.expressions])
+    where = outer.args.get("where")
+    if where is not None:
+        having = merged.args.get("having")
+        condition = exp.Paren(this=where.this.transform(substitute))
+        merged.set("having", exp.Having(this=exp.and_(having.this, condition) if having else condition))
+    return merged
+
+
+def _name(projection: exp.Expr) -> str:
+    return projection.alias_or_name.lower()
+
+
+def _named(projection: exp.Expr) -> exp.Expr:
+    """`projection` with the name it has in the outer query's result."""
+    if isinstance(projection, exp.Alias):
+        return projection.copy()
+    return exp.alias_(projection.copy(), exp.to_identifier(projection.alias_or_name, quoted=True))
+
+
+def _resolved(key: exp.Expr, inner: exp.Select) -> exp.Expr:
+    if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.name) <= len(inner.expressions):
+        projection = inner.expressions[int(key.name) - 1]
+        key = (projection.this if isinstance(projection, exp.Alias) else projection).copy()
+    if isinstance(key, exp.Literal) and key.is_int:  # Spark would read it as an ordinal of the outer list
+        raise refuse(
+            f"GROUP BY the integer constant {snippet(key)} under a query over the groups",
+            key,
+            "leave the constant out of GROUP BY",
+        )
+    return key

@@ -255,10 +255,14 @@ sources:
     tables:
       - name: customer_changes
       - name: trades_raw
+      - name: trades_late
 """
 TPCDI_TABLES = {
     "customer_changes": "customer_id BIGINT, eff_ts TIMESTAMP, tier STRING, city STRING",
     "trades_raw": "trade_id BIGINT, customer_id BIGINT, trade_ts TIMESTAMP, qty INT, price DECIMAL(10,2), "
+    "loaded_at TIMESTAMP",
+    # a second feed of the same trades (late corrections), read beside trades_raw by a UNION ALL
+    "trades_late": "trade_id BIGINT, customer_id BIGINT, trade_ts TIMESTAMP, qty INT, price DECIMAL(10,2), "
     "loaded_at TIMESTAMP",
 }
 TPCDI_ROWS = {
@@ -278,11 +282,21 @@ TPCDI_ROWS = {
         (105, 4, TIMESTAMP'2024-01-11 15:00:00', 8, 20.00, TIMESTAMP'2024-06-01 00:00:00'),
         (106, 9, TIMESTAMP'2024-01-11 15:00:00', 1, 1.00, TIMESTAMP'2024-06-01 00:00:00')
     """,
+    "trades_late": """
+        (104, 3, TIMESTAMP'2024-02-03 08:00:00', 3, 2.50, TIMESTAMP'2024-06-05 00:00:00'),
+        (105, 4, TIMESTAMP'2024-01-11 15:00:00', 8, 20.00, TIMESTAMP'2024-06-01 00:00:00')
+    """,
 }
-# The feed the dedup reads. A UNION ALL of two feeds (set operations, being built) is one more
-# model, `trades_all.sql`, with this pointing at `ref('trades_all')`.
-TPCDI_TRADES = "{{ source('tpcdi', 'trades_raw') }}"
+# The feed the dedup reads: both feeds, by a UNION ALL (`trades_all`).
+TPCDI_TRADES = "{{ ref('trades_all') }}"
 TPCDI_MODELS = {
+    # the two feeds as one (UNION ALL keeps a trade loaded by both, with the same load time too)
+    "trades_all": (
+        "select trade_id, customer_id, trade_ts, qty, price, loaded_at, 'batch' as feed "
+        "from {{ source('tpcdi', 'trades_raw') }} union all "
+        "select trade_id, customer_id, trade_ts, qty, price, loaded_at, 'late' as feed "
+        "from {{ source('tpcdi', 'trades_late') }}"
+    ),
     # SCD-2: end dates by LEAD over the customer's versions, a current flag
     "dim_customer": (
         "select customer_id, eff_ts, tier, city, "
@@ -294,7 +308,7 @@ TPCDI_MODELS = {
     # keep each trade's latest load
     "trades_dedup": (
         "select trade_id, customer_id, trade_ts, qty, price from (select trade_id, customer_id, trade_ts, qty, "
-        "price, row_number() over (partition by trade_id order by loaded_at desc) as rn "
+        "price, row_number() over (partition by trade_id order by loaded_at desc, feed) as rn "
         f"from {TPCDI_TRADES}) s where rn = 1"
     ),
     # each trade with the customer's version at the trade's time (point-in-time, BETWEEN)
@@ -328,6 +342,8 @@ TPCDI_CHANGES = [
         "(108, 1, TIMESTAMP'2024-05-02 10:00:00', 2, 100.00, TIMESTAMP'2024-06-03 00:00:00'), "
         "(102, 2, TIMESTAMP'2024-02-20 11:00:00', 9, 3.25, TIMESTAMP'2024-06-03 00:00:00')",
         "UPDATE {trades_raw} SET price = 41.00 WHERE trade_id = 101",
+        "INSERT INTO {trades_late} VALUES "
+        "(101, 1, TIMESTAMP'2024-03-05 09:00:00', 5, 42.00, TIMESTAMP'2024-06-06 00:00:00')",
     ],
     [
         "DELETE FROM {customer_changes} WHERE customer_id = 2 AND eff_ts = TIMESTAMP'2024-02-15 00:00:00'",
@@ -335,6 +351,8 @@ TPCDI_CHANGES = [
         "DELETE FROM {customer_changes} WHERE customer_id = 5",
         "DELETE FROM {trades_raw} WHERE trade_id = 100 AND loaded_at = TIMESTAMP'2024-06-02 00:00:00'",
         "DELETE FROM {trades_raw} WHERE trade_id = 103",
+        "DELETE FROM {trades_late} WHERE trade_id = 101",
+        "UPDATE {trades_late} SET qty = 9 WHERE trade_id = 105",
         "INSERT INTO {trades_raw} VALUES (109, 3, TIMESTAMP'2024-03-11 00:00:00', 6, 7.50, "
         "TIMESTAMP'2024-06-04 00:00:00'), (110, 2, TIMESTAMP'2024-02-16 00:00:00', 1, 2.00, "
         "TIMESTAMP'2024-06-04 00:00:00')",

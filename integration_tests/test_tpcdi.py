@@ -1,11 +1,9 @@
 """A small TPC-DI-like project: an SCD-2 dimension from a change log (LEAD end dates, a current
-flag), a dedup of a trade feed by ROW_NUMBER() = 1, a fact joining the dimension point-in-time
-with BETWEEN, and a report of calculated columns over an aggregate: each a fast_mv, the fact and
-the report over other fast_mv models. Built, changed (SCD changes, corrections, deletes, loads
-again), refreshed incrementally, and every model checked by `fast_mv_consistent`.
-
-A UNION ALL of two feeds is left out until set operations are maintained: it is one more model
-(`fixtures.TPCDI_TRADES`)."""
+flag), a UNION ALL of two trade feeds, a dedup of it by ROW_NUMBER() = 1, a fact joining the
+dimension point-in-time with BETWEEN, and a report of calculated columns over an aggregate: each a
+fast_mv, the dedup, the fact and the report over other fast_mv models. Built, changed (SCD
+changes, corrections, deletes, loads again, a late load in the second feed), refreshed
+incrementally, and every model checked by `fast_mv_consistent`."""
 
 from __future__ import annotations
 

@@ -151,10 +151,22 @@ class CountingDatabase(SparkDatabase):
 STAGED = re.compile(r"CACHE TABLE `__ivm_([a-z]+)")
 
 
+def unscripted(sql: str) -> list[str]:
+    """The statements of a SQL script (`dbt_ivm.batch.script`) but its settings' SETs and RESETs;
+    any other statement as it is."""
+    text = sql.strip()
+    if not (text.startswith("BEGIN ") and text.endswith("; END")):
+        return [sql]
+    return [s for s in text[len("BEGIN ") : -len("; END")].split("; ") if not s.startswith("EXECUTE IMMEDIATE ")]
+
+
 def statement_kind(sql: str) -> str:
     """What a refresh's statement does, for the costs column: the write, a staged table by its
     role (a source's change set, the view's change set, a level of an outer join), a query, or
-    metadata (DESCRIBE, SHOW, SET, releases)."""
+    metadata (DESCRIBE, SHOW, SET, releases). A script is its write, else its first statement."""
+    parts = unscripted(sql)
+    writes = [p for p in parts if p.lstrip().upper().startswith(("MERGE", "INSERT"))]
+    sql = (writes or parts or [sql])[0]
     head = sql.lstrip().split(None, 1)[0].upper()
     if head in ("MERGE", "INSERT"):
         return head

@@ -300,16 +300,48 @@ def session_setting(db: Database, key: str) -> str:
     return str(found[0].get("value")) if found else ""
 
 
+# Setting -> its default, per Spark server (its `spark.app.id`): a default cannot change while the
+# server runs, so each process asks a server for them once (`session_settings`).
+_DEFAULTS: dict[str, dict[str, str]] = {}
+SCRIPTING = "spark.sql.scripting.enabled"  # SQL scripts (BEGIN … END) run as one statement (`batch`)
+
+
 def session_settings(db: Database) -> dict[str, str]:
-    """The session's values of `MEANING_SETTINGS` (one `SET -v` for all, defaults included)."""
-    rows = db.query("SET -v")
-    values = {str(r.get("key")): str(r.get("value")) for r in rows}
-    out = {}
-    for key in MEANING_SETTINGS:
-        if key not in values:
-            values[key] = session_setting(db, key)
-        out[key] = values[key]
-    return out
+    """The session's values of `MEANING_SETTINGS` and of `SCRIPTING`, in one `SET` (the settings
+    the session has a value of; a setting it has none of has its default). The first run of a
+    process on a server learns the defaults (`SET -v`, and `SET key` for the internal settings it
+    does not list) and keeps them for the server's next runs."""
+    explicit = _explicit(db)
+    server = explicit.get("spark.app.id", "")
+    keys = (*MEANING_SETTINGS, SCRIPTING)
+    defaults = _DEFAULTS.get(server, {}) if server else {}
+    if any(k not in explicit and k not in defaults for k in keys):
+        defaults = {**defaults, **_defaults(db, [k for k in keys if k not in explicit])}
+        if server:
+            again = _explicit(db)  # another thread may have set one meanwhile (under `session`)
+            _DEFAULTS[server] = {k: v for k, v in defaults.items() if k not in again}
+    return {k: explicit[k] if k in explicit else defaults[k] for k in keys}
+
+
+def _explicit(db: Database) -> dict[str, str]:
+    """The settings the session has a value of (`SET`)."""
+    return {str(r.get("key")): str(r.get("value")) for r in db.query("SET")}
+
+
+def _defaults(db: Database, keys: Sequence[str]) -> dict[str, str]:
+    """The values of `keys`, settings the session has no value of: their defaults."""
+    listed = {str(r.get("key")): str(r.get("value")) for r in db.query("SET -v")}
+    return {k: listed[k] if k in listed else session_setting(db, k) for k in keys}
+
+
+def meaning(settings: Mapping[str, str]) -> dict[str, str]:
+    """The settings a build records (`MEANING_SETTINGS`), of `session_settings`' answer."""
+    return {k: settings[k] for k in MEANING_SETTINGS if k in settings}
+
+
+def scripts(settings: Mapping[str, str]) -> bool:
+    """Whether the server runs SQL scripts, from `session_settings`' answer."""
+    return settings.get(SCRIPTING, "").strip().lower() == "true"
 
 
 def encode_settings(settings: Mapping[str, str]) -> str:

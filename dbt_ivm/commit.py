@@ -5,11 +5,11 @@ write is named (a concurrent commit, a change feed that can no longer be read)."
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from dbt_ivm import layout
+from dbt_ivm import batch, layout
 from dbt_ivm.catalog import Database, first_line, session_setting
 from dbt_ivm.errors import LostHistory
 from dbt_ivm.history import commits_after
@@ -30,6 +30,9 @@ LOST_HISTORY = re.compile(
 
 
 # Delta's optimistic concurrency: the write lost to a commit that landed after it read the table.
+# Runs a write: sends its second argument (the first when None), records the first.
+Runner = Callable[[str, str | None], None]
+
 CONCURRENT_COMMIT = re.compile(
     r"Concurrent(Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|MetadataChangedException|"
     r"ProtocolChangedException|DELTA_CONCURRENT_|DELTA_METADATA_CHANGED",
@@ -54,8 +57,16 @@ def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Itera
 
 
 @contextmanager
-def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterator[None]:
-    """Record `mark` in the next commit, written idempotently with its token.
+def commit_metadata(
+    db: Database,
+    mark: Watermark,
+    backing: TableName,
+    run: Runner | None = None,
+    scripts: bool = False,
+    after: list[str] | None = None,
+) -> Iterator[Callable[[str], None]]:
+    """Record `mark` in the next commit, written idempotently with its token: the block writes
+    with the function it is given.
 
     The confs are session-wide: no other statement on the session runs while they are set
     (`SESSION_LOCK`, taken exclusively), so no other write, of another fast_mv or of any
@@ -68,20 +79,55 @@ def commit_metadata(db: Database, mark: Watermark, backing: TableName) -> Iterat
     token of the watermark it read + 1 and a build's is larger than any token before it, so of
     two writers that read the same watermark only one commits: a change set is applied once,
     and a refresh that read the state before a rebuild cannot land on the rebuilt table.
+
+    `run(statement, sent)` runs the block's writes (by default `db.execute`): it sends `sent`
+    (`statement` itself when None) and records `statement`. `scripts`: the server runs SQL
+    scripts (`batch`): each write is then one statement that sets the confs, writes and resets
+    them, and runs the statements of `after` (releases of the refresh's cached tables), emptying
+    it; after a write that failed, which may have left them set, they are reset one by one.
     """
     confs = {
         USER_METADATA_CONF: mark.encode(),
         TXN_APP_CONF: f"dbt-ivm:{backing.key}",
         TXN_VERSION_CONF: str(mark.token),
     }
+    sets = [f"SET {key}={value}" for key, value in confs.items()]
+    resets = [f"RESET {key}" for key in confs]
     with SESSION_LOCK.exclusive():
-        for key, value in confs.items():
-            db.execute(f"SET {key}={value}")
+        if scripts and all(batch.plain(s) for s in sets):
+            yield from _batched(db, run or (lambda _, sent: db.execute(sent or _)), sets, [*resets], after)
+            return
+        for statement in sets:
+            db.execute(statement)
         try:
-            yield
+            yield (lambda statement: run(statement, None)) if run else db.execute
         finally:
-            for key in confs:
-                db.execute(f"RESET {key}")
+            for statement in resets:
+                db.execute(statement)
+
+
+def _batched(
+    db: Database, run: Runner, sets: list[str], resets: list[str], after: list[str] | None
+) -> Iterator[Callable[[str], None]]:
+    """`commit_metadata`'s block with each write in one script between the confs' SETs and
+    RESETs, followed by `after`'s statements (emptied once they ran)."""
+    unsettled = False
+
+    def write(statement: str) -> None:
+        nonlocal unsettled
+        unsettled = True  # until the script has run to its end
+        then = list(after or [])
+        run(statement, batch.script([*map(batch.immediate, sets), statement, *map(batch.immediate, resets), *then]))
+        unsettled = False
+        if after is not None:
+            del after[: len(then)]
+
+    try:
+        yield write
+    finally:
+        if unsettled:
+            for statement in resets:
+                db.execute(statement)
 
 
 def lost_history(e: Exception, ranges: str) -> None:

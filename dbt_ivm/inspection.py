@@ -28,10 +28,12 @@ from dbt_ivm.catalog import (
     checked_upstreams,
     covering_history,
     describe_source,
+    meaning,
     output_types,
     read_stored,
     recent_history,
     row_counts,
+    scripts,
     session_settings,
 )
 from dbt_ivm.classes import ViewRules, rules_for
@@ -111,6 +113,7 @@ class Inspection:
     # the watermark carried them on or, where `auto` needs them and they are not known, counted.
     sizes: Mapping[str, int] | None
     auto_seconds: float = 0.0  # what reading the moved sources' commits and the sizes took
+    scripts: bool = False  # the server runs SQL scripts: statements go in fewer round trips (`batch`)
 
     @property
     def view(self) -> TableName:
@@ -162,7 +165,7 @@ def inspect(db: Database, model: Model) -> Inspection:
     versioned = plan.versioned
     catalog = catalog_entries(db, [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view])
     created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
-    settings = session_settings(db)
+    answered = session_settings(db)
     histories = {t.key: recent_history(db, versioned[t.key]) for t in plan.tables}
     pinned = {key: int(rows[0]["version"]) for key, rows in histories.items()}
     stored = read_stored(db, model.backing) if model.backing.key in catalog else None
@@ -178,12 +181,13 @@ def inspect(db: Database, model: Model) -> Inspection:
         types,
         catalog,
         created,
-        settings,
+        meaning(answered),
         pinned,
         stored,
         moved,
         sizes,
         time.time() - started,
+        scripts(answered),
     )
 
 

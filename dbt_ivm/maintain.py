@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm import layout, reconfigure, render
+from dbt_ivm import batch, layout, reconfigure, render
 from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
@@ -131,9 +131,10 @@ class Maintainer:
     def backing(self) -> TableName:
         return self.model.backing
 
-    def run(self, sql: str) -> None:
+    def run(self, sql: str, sent: str | None = None) -> None:
+        """Runs `sql` (by sending `sent`, a script holding it, when given: `commit_metadata`)."""
         self.statements.append(sql)
-        self.db.execute(sql)
+        self.db.execute(sent or sql)
 
     def inspect(self) -> Inspection:
         """Validate sources and the model, pin every source's version, read the stored state."""
@@ -313,13 +314,15 @@ class Maintainer:
         """Stage each moved source's net change, and apply the class's one write."""
         assert i.stored is not None and i.mark is not None
         self.log(f"fast_mv {self.view}: reading changes from {i.ranges}")
-        with self._temporaries() as temp:
+        with self._temporaries(i.scripts) as (temp, releases):
             staged = {
                 s.index: temp(f"chg{s.index}")
                 for s in i.plan.sources
                 if i.rules.stages_changes(i.plan) and s.table.key in i.moved
             }
-            self._stage_changes(i, staged)
+            # each CACHE TABLE goes in the script of the query after it (`batch`)
+            deferred = batch.Deferred(self.statements.append, self.db.execute, self.db.query, i.scripts)
+            self._stage_changes(i, staged, deferred.run)
             refresh = Refresh(
                 i.plan,
                 self.backing,
@@ -327,20 +330,20 @@ class Maintainer:
                 i.pinned,
                 staged,
                 temp,
-                self.run,
-                self.db.query,
-                self._describe,
+                deferred.run,
+                deferred.query,
+                deferred.flushing(self._describe),
                 unique_key=i.unique_key,
                 key_violation=self._key_violation(i),
                 output_types=i.output_types,
                 # a commit after the watermark's (an OPTIMIZE, a foreign write): its highs may be stale
                 highs=i.mark.highs if i.mark.commit_version == i.stored.latest else None,
             )
-            write = self._apply(i, refresh)
+            write = self._apply(i, refresh, deferred.flush)
             mark = replace(mark, highs=write.highs)
             self.before_commit()
-            with commit_metadata(self.db, mark, self.backing):
-                self._write(render.sql(write.statement), i)
+            with commit_metadata(self.db, mark, self.backing, self.run, i.scripts, releases) as committing:
+                self._write(render.sql(write.statement), i, committing)
         commit = self._verify(mark)
         if write.check_repeats and _matched_several(commit):
             self._repair_repeated_rows(i, mark)
@@ -351,26 +354,30 @@ class Maintainer:
         return self._outcome(i, Action.REFRESHED, message, write.path, inserted, deleted)
 
     @contextmanager
-    def _temporaries(self) -> Iterator[Callable[[str], str]]:
-        """A maker of fresh temporary table names for one refresh (`Refresh.temp`); each name it
-        made is released after the refresh, newest first: a cached table's plan reads the ones
-        cached before it."""
+    def _temporaries(self, scripts: bool = False) -> Iterator[tuple[Callable[[str], str], list[str]]]:
+        """A maker of fresh temporary table names for one refresh (`Refresh.temp`), and the
+        statements that release them, newest first (a cached table's plan reads the ones cached
+        before it); the ones left in the list are run after the refresh (`scripts`: in one
+        statement, `batch`). The refresh's write may run them in its own script and empty it."""
         uid = uuid.uuid4().hex[:12]
-        temps: list[str] = []
+        releases: list[str] = []
 
         def temp(role: str) -> str:
-            temps.append(f"__ivm_{role}_{uid}")
-            return temps[-1]
+            name = f"__ivm_{role}_{uid}"
+            releases.insert(0, render.release(name))
+            return name
 
         try:
-            yield temp
+            yield temp, releases
         finally:
-            for name in reversed(temps):
-                self.db.execute(render.release(name))
+            for statement in [batch.script(releases)] if scripts and releases else releases:
+                self.db.execute(statement)
 
-    def _apply(self, i: Inspection, refresh: Refresh) -> Write:
+    def _apply(self, i: Inspection, refresh: Refresh, flush: Callable[[], None]) -> Write:
+        """The class's write; `flush` sends the statements it left deferred (`batch.Deferred`)."""
         try:
             write = i.rules.apply(refresh)
+            flush()
         except Exception as e:  # the connection's error type varies; unstaged feeds are first read here
             lost_history(e, i.ranges)
             raise
@@ -378,13 +385,14 @@ class Maintainer:
             self.log(f"fast_mv {self.view}: {write.detail}")
         return write
 
-    def _stage_changes(self, i: Inspection, staged: Mapping[int, str]) -> None:
-        """Evaluate each moved source's net change once; lost history fails loudly here."""
+    def _stage_changes(self, i: Inspection, staged: Mapping[int, str], run: Callable[[str], None]) -> None:
+        """Evaluate each moved source's net change once; lost history fails loudly here (or, when
+        `run` defers the statement, at the class's first query: `_apply`)."""
         for index, temp in staged.items():
             source = i.plan.sources[index]
             span = i.moved[source.table.key].span
             try:
-                self.run(render.cache_as(temp, changes.change_select(source, span.first, span.pinned)))
+                run(render.cache_as(temp, changes.change_select(source, span.first, span.pinned)))
             except Exception as e:  # the connection's error type varies
                 lost_history(e, f"{source.table.key} {span}")
                 raise
@@ -428,9 +436,9 @@ class Maintainer:
             broadcast=appended <= BROADCAST_ROWS,
         )
         self.before_commit()
-        with commit_metadata(self.db, mark, self.backing):
+        with commit_metadata(self.db, mark, self.backing, self.run, i.scripts) as committing:
             try:
-                self._write(render.sql(insert), i)
+                self._write(render.sql(insert), i, committing)
             except Exception as e:  # the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
@@ -446,7 +454,7 @@ class Maintainer:
             # No commit at all (a write of nothing that Delta dropped): record the watermark.
             nothing_added = int(history[0]["version"]) == i.stored.latest
             if nothing_added:
-                self._write(render.sql(render.empty_commit(self.backing)), i)
+                self._write(render.sql(render.empty_commit(self.backing)), i, committing)
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
         if inserted == 0:  # the view's joins and filters kept none of the appended rows
@@ -465,10 +473,11 @@ class Maintainer:
     def _describe(self, query: Any) -> dict[str, str]:
         return describe_query(self.db, query)
 
-    def _write(self, statement: str, i: Inspection) -> None:
-        """The one write of a build or refresh; losing a race to another writer fails loudly."""
+    def _write(self, statement: str, i: Inspection, run: Callable[[str], None] | None = None) -> None:
+        """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
+        another writer fails loudly."""
         try:
-            self.run(statement)
+            (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies
             if CONCURRENT_COMMIT.search(str(e)):
                 read = i.stored.latest if i.stored else None

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
-from dbt.adapters.spark.connections import SparkConnectionManager, SparkConnectionMethod, SparkCredentials
+from dbt.adapters.spark.connections import (
+    PyhiveConnectionWrapper,
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
 
 from dbt_ivm.session_lock import SESSION_LOCK
 
@@ -27,6 +32,8 @@ class IvmSparkConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         connection = super().open(connection)
+        if type(connection.handle) is PyhiveConnectionWrapper:  # `thrift`, `http`
+            connection.handle.__class__ = BackoffPolling
         creds = connection.credentials
         if getattr(creds, "method", None) == SparkConnectionMethod.SESSION:
             _quiet_session(creds.server_side_parameters)
@@ -41,6 +48,32 @@ class IvmSparkConnectionManager(SparkConnectionManager):
         other threads' statements waiting out fast_mv's write."""
         with SESSION_LOCK.shared():
             return super().add_query(*args, **kwargs)
+
+
+class BackoffPolling(PyhiveConnectionWrapper):
+    """dbt-spark's Thrift connection, asking for a running statement's state after 20 ms, then
+    after twice as long each time, up to the profile's `poll_interval` (dbt-spark sleeps
+    `poll_interval`, whole seconds, default 5, between asks): a statement that runs 50 ms costs
+    about 50 ms on a server that answers at once, and one that runs 6 s about 6 s. (A
+    HiveThriftServer2 holds each ask up to 5 s until the statement ends, so there the sleeps
+    only start after 5 s.) dbt-spark's loop reads `poll_interval` before each sleep."""
+
+    FIRST_WAIT = 0.02
+
+    @property  # type: ignore[override]
+    def poll_interval(self) -> float:
+        # the profile's value is kept in the instance's own attribute (dbt-spark's __init__ sets it)
+        wait = float(self.__dict__.get("_wait", self.FIRST_WAIT))
+        self.__dict__["_wait"] = min(2 * wait, max(float(self.__dict__.get("poll_interval", 5)), self.FIRST_WAIT))
+        return wait
+
+    @poll_interval.setter
+    def poll_interval(self, value: float) -> None:
+        self.__dict__["poll_interval"] = value
+
+    def _execute_with_polling(self, sql: str, bindings: Any = None) -> None:
+        self.__dict__["_wait"] = self.FIRST_WAIT
+        super()._execute_with_polling(sql, bindings)
 
 
 def _quiet_session(conf: dict[str, str]) -> None:

@@ -1,0 +1,60 @@
+"""Statements per refresh, counted as sent to Spark (`SparkDatabase.log`: every statement of a run,
+queries too), for one view of each class: a run with no change, and a refresh of mixed changes
+(one test: 632 s measured at a load average of 30 on the 2-core machine).
+A SQL script (`batch`) is one statement: the settings are one `SET`, each CACHE TABLE goes with the
+query after it, and the write is one script with its settings and the releases of the cached tables.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Action, Maintainer, consistency_sql
+from tests.spark_sources import orders_and_customers
+
+pytestmark = pytest.mark.spark
+DB = "ivm_round_trips"
+
+# class -> (SQL, statements of a run with no change, most statements of a refresh of mixed changes)
+VIEWS = {
+    "single": (f"select id, cust, amt * 2 as a2 from {DB}.o where amt > 3", 7, 11),
+    "join": (f"select o.id, o.amt, c.name from {DB}.o o join {DB}.c c on o.cust = c.cid", 9, 14),
+    "outer": (f"select c.cid, c.name, o.id, o.amt from {DB}.c c left join {DB}.o o on o.cust = c.cid", 9, 15),
+    "aggregate": (f"select cust, count(*) as n, sum(amt) as s, max(amt) as m from {DB}.o group by cust", 7, 12),
+    "window": (f"select id, cust, row_number() over (partition by cust order by id) as rn from {DB}.o", 7, 11),
+}
+CHANGES = (
+    f"update {DB}.o set amt = amt + 1 where id % 50 = 3",
+    f"delete from {DB}.o where id % 70 = 5",
+    f"insert into {DB}.o select id, id % 10, id * 1.5 from range(1000, 1010)",
+    f"update {DB}.c set name = concat(name, 'x') where cid = 1",
+)
+
+
+def counted(spark_db, name: str) -> tuple[int, list[str], object]:
+    """(statements sent, their texts, the outcome) of one run of view `name`."""
+    spark_db.log.clear()
+    outcome = Maintainer(spark_db, TableName(DB, name), VIEWS[name][0], refresh_policy="incremental").materialize()
+    return len(spark_db.log), list(spark_db.log), outcome
+
+
+def test_statements_per_refresh_of_each_class(spark, spark_db):
+    with orders_and_customers(spark, DB, orders=300, customers=10):
+        for name in VIEWS:
+            Maintainer(spark_db, TableName(DB, name), VIEWS[name][0], refresh_policy="incremental").materialize()
+        for name, (_, no_change, _) in VIEWS.items():
+            n, sent, outcome = counted(spark_db, name)
+            assert outcome.action is Action.NO_CHANGES and n == no_change, (name, sent)
+            assert sent.count("SET") == 1 and not any(s.startswith("SET spark.") for s in sent), sent
+        for statement in CHANGES:
+            spark.sql(statement)
+        for name, (_, _, most) in VIEWS.items():
+            n, sent, outcome = counted(spark_db, name)
+            assert outcome.action is Action.REFRESHED and n <= most, (name, n, sent)
+            writes = [s for s in sent if "MERGE INTO" in s or "INSERT INTO" in s]
+            assert len(writes) == 1 and writes[0].startswith("BEGIN EXECUTE IMMEDIATE 'SET "), (name, sent)
+            assert "DROP VIEW IF EXISTS" in writes[0] and not any(s.startswith(("SET ", "RESET ")) for s in sent)
+            assert spark.sql(consistency_sql(spark_db, TableName(DB, name))).count() == 0, name
+            assert spark.sql("SET spark.databricks.delta.commitInfo.userMetadata").collect()[0][1] == "<undefined>"
+            assert not [r for r in spark.sql("SHOW TABLES").collect() if r.tableName.startswith("__ivm_")], name

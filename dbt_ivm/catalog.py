@@ -50,6 +50,8 @@ MEANING_SETTINGS = (
 
 
 ERROR_KIND = re.compile(r"(Runtime|Database|Compilation|Internal|Dbt\w*) Error")
+# A JVM error through py4j (an embedded session) begins with the call; the error is on the next line.
+PY4J_CALL = re.compile(r"An error occurred while calling [\w.]+")
 
 
 class FeedOff(SourceError):
@@ -241,8 +243,8 @@ def _like(name: str) -> str:
 def first_line(e: BaseException) -> str:
     """The first line of an error that says something: a connection's error (dbt's) begins with
     its kind alone ("Runtime Error", "Database Error"), the server's message on the lines after."""
-    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
-    said = [line for line in lines if not ERROR_KIND.fullmatch(line)]
+    lines = [line.strip().removeprefix(": ") for line in str(e).strip().splitlines() if line.strip()]
+    said = [line for line in lines if not ERROR_KIND.fullmatch(line) and not PY4J_CALL.fullmatch(line)]
     return (said or lines or [type(e).__name__])[0][:400]
 
 

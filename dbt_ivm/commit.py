@@ -130,9 +130,19 @@ def _batched(
                 db.execute(statement)
 
 
+# A change feed read across a schema change of the source that Delta cannot reconcile.
+FEED_SCHEMA_CHANGED = re.compile(r"DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_(DATA_)?SCHEMA", re.IGNORECASE)
+
+
 def lost_history(e: Exception, ranges: str) -> None:
     """A change feed that can no longer be read fails as the error that says what to do
     (`LostHistory`: under `auto` the run rebuilds); any other error is left to the caller."""
+    if FEED_SCHEMA_CHANGED.search(str(e)):
+        raise LostHistory(
+            f"the change feed of {ranges} cannot be read across a change of the source's columns "
+            f"({first_line(e)}); run dbt with --full-refresh for this model",
+            f"the change feed of {ranges} cannot be read across a change of the source's columns",
+        ) from e
     if LOST_HISTORY.search(str(e)):
         raise LostHistory(
             f"the change history of {ranges} is no longer readable ({first_line(e)}): it was vacuumed, "

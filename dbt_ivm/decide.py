@@ -15,6 +15,7 @@ from dbt_ivm.aggregates import loses_extremes
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import Appender
 from dbt_ivm.errors import StateError
+from dbt_ivm.history import reshaped
 from dbt_ivm.inspection import Inspection
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -48,6 +49,10 @@ def decide(inspection: Inspection, full_refresh: bool = False) -> Decision:
     """The run's path. Raises `StateError` where `refresh_policy: incremental` would have to rebuild."""
     i = inspection
     if i.stored is None:
+        found = i.catalog.get(i.view.key)
+        if found is not None and found.kind == "VIEW":  # a view over the storage, not an earlier table
+            missing = f"its storage {i.backing} does not exist while the view does (dropped, or built by --empty)"
+            return Decision(Path.BUILD, missing)
         return Decision(Path.BUILD, "first build")
     if full_refresh:
         return Decision(Path.BUILD, "full refresh")
@@ -128,6 +133,19 @@ def source_reason(i: Inspection) -> str:
             return (
                 f"source {key} is at version {version}, older than version {consumed[key]} that was already "
                 "consumed (was it dropped and created again?), so its change history is gone"
+            )
+    return _reshaped_reason(i)
+
+
+def _reshaped_reason(i: Inspection) -> str:
+    """A column the view reads dropped or renamed within a moved source's versions, or ''."""
+    for key, m in i.moved.items():
+        read = sorted({name for s in i.plan.sources if s.table.key == key for name, _ in s.columns})
+        found = "" if m.history is None else reshaped(m.history, m.span.first, m.span.pinned, read)
+        if found:
+            return (
+                f"a column of source {key} that the view reads was dropped or renamed since it was last consumed "
+                f"({found}): its change feed does not record what that did to the rows"
             )
     return ""
 

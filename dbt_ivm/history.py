@@ -271,3 +271,27 @@ def rows_after(before: int, history: Iterable[Mapping[str, Any]], start: int, en
             return None
         rows += added
     return rows
+
+
+# Schema changes after which a column's name may stand for other values than the change feed says:
+# a dropped column added back reads NULL in every row, a renamed one another column's values, and
+# neither commit writes a change row.
+_RESHAPES = frozenset({"DROP COLUMNS", "RENAME COLUMN", "REPLACE COLUMNS"})
+
+
+def reshaped(history: Iterable[Mapping[str, Any]], start: int, end: int, columns: Iterable[str]) -> str:
+    """The commits of versions start..end that dropped or renamed one of `columns` (the columns a
+    view reads), named with the column ('DROP COLUMNS at v5 (amt)'); '' when none in `history` did.
+
+    Conservative: a column is taken as touched when its name appears among the commit's
+    parameters (a map in a Spark session, text over thrift), case-insensitively."""
+    named = []
+    for row in sorted(history, key=lambda r: int(r["version"])):
+        if not start <= int(row["version"]) <= end or _operation(row) not in _RESHAPES:
+            continue
+        params = row.get("operationParameters")
+        text = " ".join(map(str, params.values())) if isinstance(params, Mapping) else str(params or "")
+        touched = [c for c in columns if re.search(rf"(?<![\w$]){re.escape(c)}(?![\w$])", text, re.IGNORECASE)]
+        if touched or _operation(row) == "REPLACE COLUMNS":
+            named.append(f"{_describe(row)} ({', '.join(touched) or 'every column'})")
+    return ", ".join(named)

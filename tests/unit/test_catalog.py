@@ -81,6 +81,8 @@ def test_the_first_line_of_an_error_is_the_first_that_says_something():
     assert first_line(RuntimeError("\n  boom\nmore")) == "boom"
     assert first_line(RuntimeError("Database Error")) == "Database Error"
     assert first_line(RuntimeError("")) == "RuntimeError"
+    py4j = RuntimeError("An error occurred while calling o58.sql.\n: org.apache.spark.SparkException: [FAILED]")
+    assert first_line(py4j) == "org.apache.spark.SparkException: [FAILED]"
 
 
 def test_a_view_that_is_not_a_fast_mv_is_refused_naming_ephemeral_and_fast_mv():

@@ -61,7 +61,10 @@ def inspection(
 def test_a_view_never_built_or_asked_to_rebuild_builds():
     i = inspection()
     assert decide(dataclasses.replace(i, stored=None)) == decide(dataclasses.replace(i, stored=None), True)
-    assert decide(dataclasses.replace(i, stored=None)).reason == "first build"
+    never = dataclasses.replace(i, stored=None, catalog={k: v for k, v in i.catalog.items() if k != "db.v"})
+    assert decide(never).reason == "first build"
+    # the storage dropped, the view over it left: built again, saying so
+    assert "db.v__ivm does not exist while the view does" in decide(dataclasses.replace(i, stored=None)).reason
     assert (decide(i, full_refresh=True).path, decide(i, full_refresh=True).reason) == (Path.BUILD, "full refresh")
     assert decide(inspection("full")).reason == "refresh_policy 'full'"
 
@@ -152,3 +155,14 @@ def test_auto_rebuilds_a_window_view_that_is_one_partition():
         plan = analyze(sql, SCHEMA)
         i = dataclasses.replace(inspection("auto", sizes=sizes), plan=plan, rules=rules_for(plan))
         assert auto_choice(i).rebuild is rebuilds
+
+
+def test_a_read_column_dropped_or_renamed_within_the_span_rebuilds_under_auto_and_fails_under_incremental():
+    renamed = {"version": 4, "operation": "RENAME COLUMN", "operationParameters": {"oldColumnPath": "amt"}}
+    history = [commit(5), renamed]
+    assert decide(inspection("auto", history=history)).path is Path.BUILD
+    assert "dropped or renamed" in decide(inspection("auto", history=history)).reason
+    with pytest.raises(StateError, match=r"RENAME COLUMN at v4 \(amt\).*--full-refresh"):
+        decide(inspection(history=history))
+    unread = {**renamed, "operationParameters": {"oldColumnPath": "note"}}
+    assert decide(inspection(history=[commit(5), unread])).path is Path.REFRESH

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dbt_ivm.history import appended_rows, changed_since, commits_after, metric, replaced
+from dbt_ivm.history import appended_rows, changed_since, commits_after, metric, replaced, reshaped
 
 
 def commit(version, operation="WRITE", blind=True, rows=3, text=False):
@@ -100,3 +100,22 @@ def test_commits_after_a_version_are_named_oldest_first():
     history = [op(9, "OPTIMIZE"), op(8, "MERGE"), op(7, "WRITE", mode="Append")]
     assert commits_after(history, 7) == "MERGE at v8, OPTIMIZE at v9"
     assert commits_after(history, 9) == ""
+
+
+def test_a_read_column_dropped_or_renamed_is_named_and_an_unread_one_is_not():
+    def schema(version, operation, params):
+        return {"version": version, "operation": operation, "operationParameters": params}
+
+    history = [
+        schema(9, "RENAME COLUMN", {"oldColumnPath": "amount", "newColumnPath": "amt"}),
+        schema(8, "RENAME COLUMN", {"oldColumnPath": "amt", "newColumnPath": "amount"}),
+        schema(7, "DROP COLUMNS", {"columns": '["note"]'}),
+        schema(6, "ADD COLUMNS", {"columns": '[{"column":{"name":"amt"}}]'}),
+        schema(5, "DROP COLUMNS", '{"columns":"[\\"AMT\\"]"}'),  # text over thrift, any case
+    ]
+    assert reshaped(history, 5, 9, ["id", "amt"]) == (
+        "DROP COLUMNS at v5 (amt), RENAME COLUMN at v8 (amt), RENAME COLUMN at v9 (amt)"
+    )
+    assert reshaped(history, 6, 7, ["id", "amt"]) == ""  # an added column, a dropped unread one
+    assert reshaped(history, 5, 9, ["id", "am"]) == ""  # a name is matched whole
+    assert reshaped([schema(4, "REPLACE COLUMNS", {})], 4, 4, ["id"]) == "REPLACE COLUMNS at v4 (every column)"

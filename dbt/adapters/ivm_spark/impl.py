@@ -19,6 +19,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
+from dbt.adapters.ivm_spark import faults
 from dbt.adapters.ivm_spark.connections import IvmSparkConnectionManager
 from dbt.adapters.ivm_spark.server_errors import NO_DELTA, no_delta
 from dbt_ivm import maintain
@@ -37,10 +38,10 @@ class _ConnectionDatabase:
         self.adapter = adapter
 
     def execute(self, sql: str) -> None:
-        self.adapter.connections.add_query(sql, auto_begin=False)
+        faults.around(sql, lambda: self.adapter.connections.add_query(sql, auto_begin=False))
 
     def query(self, sql: str) -> list[dict[str, Any]]:
-        _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
+        _, cursor = faults.around(sql, lambda: self.adapter.connections.add_query(sql, auto_begin=False))
         names = [d[0] for d in cursor.description or []]
         return [dict(zip(names, tuple(row), strict=True)) for row in cursor.fetchall() or []]
 

@@ -120,6 +120,7 @@ class Configuration:
     partition_by: tuple[str, ...] = ()
     liquid_clustered_by: tuple[str, ...] = ()
     docs: str = ""  # `Docs.digest` of the comments on the view
+    location_root: str = ""
 
     @classmethod
     def of(cls, storage: Storage, docs: Docs | None) -> Configuration:
@@ -128,6 +129,7 @@ class Configuration:
             _columns(storage.partition_by),
             _columns(storage.liquid_clustered_by),
             (docs or Docs()).digest,
+            str(storage.location_root or ""),
         )
 
     def encode(self) -> dict[str, Any]:
@@ -136,7 +138,7 @@ class Configuration:
             "part": list(self.partition_by),
             "liquid": list(self.liquid_clustered_by),
             "docs": self.docs,
-        }
+        } | ({"loc": self.location_root} if self.location_root else {})
 
     @classmethod
     def decode(cls, body: Mapping[str, Any]) -> Configuration:
@@ -145,6 +147,7 @@ class Configuration:
             tuple(body.get("part", ())),
             tuple(body.get("liquid", ())),
             str(body.get("docs", "")),
+            str(body.get("loc", "")),
         )
 
     def marker(self) -> str:
@@ -199,6 +202,8 @@ def diff(before: Configuration | None, now: Configuration, defaults: Mapping[str
     unset = tuple(sorted(k for k in dropped if k not in defaults))
     replace: list[str] = []
     liquid = None
+    if before.location_root != now.location_root:  # Delta replaces a table only where it is
+        replace.append(f"location_root {before.location_root or '(none)'} → {now.location_root or '(none)'}")
     if before.partition_by != now.partition_by:  # a rebuild lays out the storage anew, clustering too
         replace.append(f"partition_by ({', '.join(before.partition_by)}) → ({', '.join(now.partition_by)})")
     elif before.liquid_clustered_by != now.liquid_clustered_by:  # unpartitioned: a Storage is never both

@@ -59,7 +59,7 @@ from dbt_ivm.metadata import (
     latest_watermark,
 )
 from dbt_ivm.policy import Choice, RefreshPolicy
-from dbt_ivm.storage import Storage, layout_properties, table_properties
+from dbt_ivm.storage import Storage, layout_properties, location_property, table_properties
 from dbt_ivm.stored_view import StoredView, consistency_sql, explain_view, pinned_model_sql, stored_view
 
 # explain and the consistency test read a built view (`stored_view`): re-exported here
@@ -266,6 +266,7 @@ class Maintainer:
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned), i.cluster_by, types)
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
         create = render.create_backing(self.backing, rows.select, props, self._layout(i))
+        self._move(i)
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
             self._write(render.sql(create), i)
@@ -278,9 +279,18 @@ class Maintainer:
         self.view_created = True
         return self._outcome(i, Action.BUILT, f"built at {_versions(i.pinned)}")
 
+    def _move(self, i: Inspection) -> None:
+        """Delta replaces a table only at its own location: a changed `location_root` drops the
+        storage before the build creates it at the new one (its history goes with it)."""
+        before = i.stored.configured if i.stored is not None else None
+        if before is not None and before.location_root != self.configuration.location_root:
+            self.log(f"fast_mv {self.view}: location_root changed: dropping {self.backing} to build it at the new one")
+            self.run(f"DROP TABLE IF EXISTS {self.backing.sql()}")
+
     def _layout(self, i: Inspection) -> list[exp.Expr]:
         """The storage's PARTITIONED BY or CLUSTER BY, over the columns a build stores."""
-        return layout_properties(self.storage, i.plan, i.rules.build_select(i.plan, i.pinned).named_selects)
+        layout = layout_properties(self.storage, i.plan, i.rules.build_select(i.plan, i.pinned).named_selects)
+        return layout + location_property(self.storage, self.backing)
 
     def _properties(self, i: Inspection) -> dict[str, str]:
         """What a build records on the storage (`metadata.PROP_*`)."""

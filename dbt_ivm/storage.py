@@ -1,9 +1,10 @@
 """The storage configs dbt-spark users already write, applied to the view's storage (`<model>__ivm`).
 
 `file_format` (Delta only), `tblproperties` (merged with the properties fast_mv records),
-`partition_by` (Delta `PARTITIONED BY`) and `liquid_clustered_by` (Delta `CLUSTER BY`). Each
-build's CREATE OR REPLACE applies them; refreshes write into the same table, so they hold across
-refreshes and rebuilds. None changes a row: a changed one applies from the next build.
+`partition_by` (Delta `PARTITIONED BY`), `liquid_clustered_by` (Delta `CLUSTER BY`) and
+`location_root` (the storage at `<location_root>/<model>__ivm`, as dbt-spark places a table at
+`<location_root>/<model>`). Each build's CREATE OR REPLACE applies them; refreshes write into the
+same table, so they hold across refreshes and rebuilds. None changes a row: a changed one applies from the next build.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 
 from dbt_ivm.errors import ConfigError
-from dbt_ivm.ir import ViewPlan
+from dbt_ivm.ir import TableName, ViewPlan
 from dbt_ivm.render import col, ident, output_columns
 
 OWN_PREFIX = "dbt_ivm."  # the properties fast_mv records on its storage (`metadata.PROP_*`)
@@ -29,6 +30,7 @@ class Storage:
     tblproperties: Mapping[str, Any] | None = None
     partition_by: str | Sequence[str] | None = None
     liquid_clustered_by: str | Sequence[str] | None = None
+    location_root: str | None = None
 
     def sets(self, key: str) -> bool:
         """The user's `tblproperties` name `key`."""
@@ -82,6 +84,13 @@ def table_properties(
                 f"on this storage because {why or 'its refresh needs it'}; drop {key!r} from tblproperties"
             )
     return {**user, **(needed or {}), **own}
+
+
+def location_property(storage: Storage, backing: TableName) -> list[exp.Expr]:
+    """The storage's LOCATION under `location_root`, as dbt-spark's `location_clause` places a table."""
+    if not storage.location_root:
+        return []
+    return [exp.LocationProperty(this=exp.Literal.string(f"{str(storage.location_root).rstrip('/')}/{backing.name}"))]
 
 
 def layout_properties(storage: Storage, plan: ViewPlan, stored: Sequence[str]) -> list[exp.Expr]:

@@ -1,18 +1,21 @@
 """dbt configs on fast_mv: `dbt run --empty`, the storage configs dbt-spark users write
-(`file_format`, `tblproperties`, `partition_by`, `liquid_clustered_by`) and `full_refresh: false`.
+(`file_format`, `tblproperties`, `partition_by`, `liquid_clustered_by`, `location_root`) and
+`full_refresh: false`.
 
 One project, five dbt invocations: `dbt build --empty` first (never-built views come out empty,
 bad configs fail, `fast_mv_consistent` passes), a normal run builds, `--full-refresh` (a refresh
 where `full_refresh: false`), `--empty` over built views, and `dbt build` (a refresh of each, then
-its test).
+its test); then a changed `location_root` (refused under incremental, moved by --full-refresh).
 """
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, write_file
 
 from integration_tests.fixtures import (
     ITEM_MV,
@@ -42,8 +45,12 @@ def detail(spark, table: str) -> dict:
     return spark.sql(f"DESCRIBE DETAIL {table}").collect()[0].asDict()
 
 
+LOCATION_ROOT = Path(tempfile.mkdtemp(prefix="ivm-location-"))
+
+
 class TestFastMvConfigs:
     GOOD: ClassVar[dict[str, str]] = {
+        "located_mv": model(ITEM_MV, f"location_root='{LOCATION_ROOT / 'a'}'"),
         "props_mv": model(
             ITEM_MV,
             "file_format='delta', full_refresh=false, "
@@ -102,6 +109,7 @@ class TestFastMvConfigs:
         assert props["dbt_ivm.columns"] == "item_id,name,price", props
         assert detail(spark, f"{schema}.parted_mv__ivm")["partitionColumns"] == ["name"]
         assert detail(spark, f"{schema}.liquid_mv__ivm")["clusteringColumns"] == ["item_id"]
+        assert detail(spark, f"{schema}.located_mv__ivm")["location"] == f"file:{LOCATION_ROOT}/a/located_mv__ivm"
         assert spark.table(f"{schema}.props_mv").count() > 0
 
         # --full-refresh rebuilds all but the full_refresh: false model, which refreshes; all keep their configs
@@ -134,3 +142,15 @@ class TestFastMvConfigs:
         for name in good:
             expected = sorted(map(tuple, spark.sql(recompute(ITEM_MV, schema)).collect()), key=repr)
             assert sorted(map(tuple, spark.table(f"{schema}.{name}").collect()), key=repr) == expected
+
+        # a changed location_root: Delta cannot move a table; under incremental the run fails
+        # naming the change, and --full-refresh rebuilds the storage at the new location
+        moved = model(ITEM_MV, f"location_root='{LOCATION_ROOT / 'b'}'")
+        write_file(moved, project.project_root, "models", "located_mv.sql")
+        (result,) = run_dbt(["run", "--select", "located_mv"], expect_pass=False)
+        assert "location_root" in result.message, result.message
+        msgs = messages(run_dbt(["run", "--full-refresh", "--select", "located_mv"]))
+        assert msgs["located_mv"].startswith("built at "), msgs
+        assert detail(spark, f"{schema}.located_mv__ivm")["location"] == f"file:{LOCATION_ROOT}/b/located_mv__ivm"
+        expected = sorted(map(tuple, spark.sql(recompute(ITEM_MV, schema)).collect()), key=repr)
+        assert sorted(map(tuple, spark.table(f"{schema}.located_mv").collect()), key=repr) == expected

@@ -99,3 +99,22 @@ def test_docs_change_recreates_the_view_with_its_comments():
     )
     assert docs.missing(["a", "b"]) == ["missing"]
     assert view_comments(create, Docs()) is create and view_comments(create, None) is create
+
+
+def test_a_changed_location_root_is_applied_by_a_rebuild_and_an_old_record_reads_as_no_location():
+    here = Configuration.of(Storage(location_root="/lake/a"), None)
+    there = Configuration.of(Storage(location_root="/lake/b/"), None)
+    changes = diff(here, there, DEFAULTS)
+    assert changes is not None and changes.replace == ("location_root /lake/a → /lake/b/",)
+    assert diff(config(), here, DEFAULTS).replace == ("location_root (none) → /lake/a",)
+    # a record written before location_root was recorded has no "loc": it equals a view without one
+    assert "loc" not in config().encode() and Configuration.decode(config().encode()) == config()
+    assert Configuration.decode(here.encode()) == here
+
+
+def test_the_storage_is_placed_under_location_root_as_dbt_spark_places_a_table():
+    from dbt_ivm.storage import location_property
+
+    assert location_property(Storage(), BACKING) == []
+    (prop,) = location_property(Storage(location_root="s3://lake/dbt/"), BACKING)
+    assert render.sql(exp.Properties(expressions=[prop])) == "LOCATION 's3://lake/dbt/m__ivm'"

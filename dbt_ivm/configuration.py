@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from dbt_ivm.errors import ConfigError, IvmError
 from dbt_ivm.ir import TableName
-from dbt_ivm.metadata import Watermark
+from dbt_ivm.metadata import Watermark, settable_json
 from dbt_ivm.render import col, ident, lit, sql
 from dbt_ivm.storage import Storage, user_properties
 
@@ -151,7 +151,7 @@ class Configuration:
         )
 
     def marker(self) -> str:
-        return MARKER + json.dumps(self.encode(), separators=(",", ":"))
+        return MARKER + settable_json(self.encode())
 
 
 def recorded(history: Iterable[Mapping[str, Any]]) -> Configuration | None:

@@ -33,6 +33,13 @@ PROP_STATE = "dbt_ivm.state"  # the hidden columns the build stored (absent befo
 Highs = Mapping[str, int | str | None]
 
 
+def settable_json(body: Any) -> str:
+    """`body` as JSON that a `SET key=value` carries whole: Spark's SET ends a value at `;` and
+    substitutes `${…}`, and either can be in a user's value (a tblproperty the configuration
+    records); both only ever appear inside JSON strings, where their escapes read back the same."""
+    return json.dumps(body, separators=(",", ":")).replace(";", "\\u003b").replace("${", "$\\u007b")
+
+
 @dataclass(frozen=True)
 class Watermark:
     sources: Mapping[str, int]  # table key -> last Delta version consumed
@@ -72,7 +79,7 @@ class Watermark:
             body["highs"] = dict(sorted(self.highs.items()))
         if self.config is not None:
             body["cfg"] = self.config
-        return MARKER + json.dumps(body, separators=(",", ":"))
+        return MARKER + settable_json(body)
 
     @classmethod
     def decode(cls, text: str | None, commit_version: int | None = None) -> Watermark | None:

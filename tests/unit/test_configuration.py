@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlglot import exp
 
@@ -118,3 +120,13 @@ def test_the_storage_is_placed_under_location_root_as_dbt_spark_places_a_table()
     assert location_property(Storage(), BACKING) == []
     (prop,) = location_property(Storage(location_root="s3://lake/dbt/"), BACKING)
     assert render.sql(exp.Properties(expressions=[prop])) == "LOCATION 's3://lake/dbt/m__ivm'"
+
+
+def test_a_value_with_a_semicolon_or_a_substitution_survives_the_set_that_records_it():
+    """Spark's SET ends a value at `;` and substitutes `${…}`: neither reaches the SET's text."""
+    odd = config(props={"team.note": "a;b ${x} c"})
+    text = odd.marker()
+    assert ";" not in text and "${" not in text
+    assert Configuration.decode(json.loads(text[len(MARKER) :])) == odd
+    mark = Watermark({"s.t": 3}, "h", config=odd.encode())
+    assert ";" not in mark.encode() and Watermark.decode(mark.encode()).config == odd.encode()

@@ -49,7 +49,7 @@ class Watermark:
     created: Mapping[str, str] = field(default_factory=dict)
     # Delta's idempotent-write version (txnVersion) of the commit that holds this watermark. A
     # refresh writes with its watermark's token + 1, a build with a larger one (see
-    # `maintain.commit_metadata`): of two writers that read the same watermark one commits.
+    # `commit.commit_metadata`): of two writers that read the same watermark one commits.
     token: int = 0
     run: str = ""  # the run that wrote it: tells a writer its own commit from another's
     commit_version: int | None = None  # the backing table's version that recorded it

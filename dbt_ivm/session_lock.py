@@ -1,8 +1,8 @@
 """Keeps fast_mv's session-wide write settings away from every other statement on the session.
 
 Delta takes a write's commit metadata and idempotent-write ids from session settings
-(`maintain.commit_metadata`), and a clustered build's layout settings are session-wide too
-(`maintain.session_overrides`). dbt's threads share one SparkSession under dbt-spark's `session`
+(`commit.commit_metadata`), and a clustered build's layout settings are session-wide too
+(`commit.session_overrides`). dbt's threads share one SparkSession under dbt-spark's `session`
 method, so a statement of another thread that ran between fast_mv's `SET` and `RESET` would be
 committed under fast_mv's settings. `SESSION_LOCK` is a readers-writer lock over the session:
 every statement takes it shared (the adapter's `add_query`, `session.SparkDatabase`), and

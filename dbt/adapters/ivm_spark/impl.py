@@ -114,7 +114,7 @@ class IvmSparkAdapter(SparkAdapter):
         `change_feed`: another fast_mv reads this one (the dbt graph says so), so its storage keeps
         a change data feed.
         `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
-        `tblproperties`, `partition_by`, `liquid_clustered_by`; see `dbt_ivm.storage`).
+        `tblproperties`, `partition_by`, `liquid_clustered_by`, `location_root`; see `dbt_ivm.storage`).
         `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
         `enable_change_feed` (the model config): turn on the change data feed of a Delta source
         that has none, before the first build reads it.

@@ -53,6 +53,9 @@ PLAIN_WRITE = re.compile(
 )
 
 
+BATCHED_APP = re.compile(rf"SET {re.escape(TXN_APP_CONF)}=dbt-ivm:[^']*?\.(\w+)__ivm")
+
+
 def plain_model(config: str) -> str:
     return f"{{{{ config({config}, file_format='delta') }}}}\n" + PLAIN_SQL.format(items="{{ source('src', 'items') }}")
 
@@ -98,14 +101,23 @@ class TestFastMvSettingsStayWithItsWrite:
         execute = _ConnectionDatabase.execute
         add_query = IvmSparkConnectionManager.add_query
 
+        def window(model: str) -> None:
+            if model in opened:
+                windows.append(model)
+                opened[model].set()
+                written[model].wait(WAIT_IN_WINDOW)
+
         def fast_mv_execute(db: _ConnectionDatabase, sql: str) -> None:
+            # a batched write (`batch`) sets, writes and resets in one script: its window opens
+            # before it is sent, under the same exclusive lock as the separate SETs'
+            batched = BATCHED_APP.search(sql) if sql.startswith("BEGIN ") else None
+            if batched:
+                window(batched.group(1))
             execute(db, sql)
             if sql.startswith(f"SET {TXN_APP_CONF}="):  # dbt-ivm:<schema>.<model>__ivm
                 app.model = sql.rsplit(".", 1)[-1].removesuffix("__ivm")
-            elif sql.startswith(f"SET {TXN_VERSION_CONF}=") and app.model in opened:
-                windows.append(app.model)
-                opened[app.model].set()
-                written[app.model].wait(WAIT_IN_WINDOW)
+            elif sql.startswith(f"SET {TXN_VERSION_CONF}="):
+                window(app.model)
 
         def plain_add_query(manager: IvmSparkConnectionManager, sql: str, *args: Any, **kwargs: Any) -> Any:
             found = PLAIN_WRITE.search(sql)

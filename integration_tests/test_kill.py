@@ -48,6 +48,12 @@ MATRIX = os.environ.get("IVM_KILL_MATRIX") == "1"
 WRITES = ("MERGE INTO", "INSERT INTO", "CREATE OR REPLACE TABLE")  # a refresh's one write to its storage
 
 
+def is_write(statement: str) -> bool:
+    """The refresh's write: alone, or in the script that sets its confs around it (`batch`)."""
+    text = statement.upper()
+    return text.startswith(WRITES) or (text.startswith("BEGIN ") and any(f"; {w}" in text for w in WRITES))
+
+
 def changes(n: int) -> list[str]:
     """Round n's changes: an insert, an update and a delete of orders, an update of customers."""
     return [
@@ -115,7 +121,7 @@ class TestKillAtEveryStatement:
         for name in MODELS if MATRIX else ["k_join"]:
             n += 1
             sent = self.statements(project, name, tmp_path, n)
-            write = next(k for k, s in enumerate(sent, 1) if s.upper().startswith(WRITES))
+            write = next(k for k, s in enumerate(sent, 1) if is_write(s))
             counted[name] = (len(sent), write)
             kills = [{"IVM_FAULT_KILL_DURING_STATEMENT": str(write)}]
             after = range(1, len(sent) + 1) if MATRIX else []

@@ -4,8 +4,8 @@ crash or an operator would), to prove that the next `dbt run` repairs whatever a
 Off unless its environment variables are set; read once per process. Counted are the statements
 the engine sends through the adapter (`_ConnectionDatabase`), numbered from 1 in the process:
 
-  IVM_FAULT_STATEMENT_LOG=path          append each statement, one line each (its first 200
-                                        characters, newlines as spaces): how many a refresh sends
+  IVM_FAULT_STATEMENT_LOG=path          append each statement, one line each (whitespace runs as
+                                        one space; a script whole): how many a refresh sends
   IVM_FAULT_KILL_AFTER_STATEMENTS=k     SIGKILL this process once statement k has returned
   IVM_FAULT_KILL_DURING_STATEMENT=k     SIGKILL this process IVM_FAULT_KILL_DELAY seconds (default
                                         0.5) after statement k was sent, while it runs: over the
@@ -43,7 +43,7 @@ def around(sql: str, statement: Callable[[], T]) -> T:
         n = _counter["n"]
         if env.get("IVM_FAULT_STATEMENT_LOG"):
             with open(env["IVM_FAULT_STATEMENT_LOG"], "a") as log:
-                log.write(" ".join(sql.split())[:200] + "\n")
+                log.write(" ".join(sql.split()) + "\n")
     if env.get("IVM_FAULT_KILL_DURING_STATEMENT") == str(n):
         threading.Timer(float(env.get("IVM_FAULT_KILL_DELAY", "0.5")), _kill).start()
     result = statement()

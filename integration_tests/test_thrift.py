@@ -1,9 +1,9 @@
 """fast_mv through dbt-spark's `thrift` method, against a local Spark Thrift Server with Delta
 (`scripts/thrift_server.sh`, started by the `thrift_server` fixture), and through its `session`
-method over Spark Connect (served by the same JVM): build, refresh of a join, an outer join and an
-aggregate view, the append path of a declared unique key, the consistency test, and a run with no
-changes. Everything dbt and the test run goes to the server; the test process starts no Spark of
-its own.
+method over Spark Connect (served by the same JVM): build, refresh of a single-source, a join, an
+outer join, an aggregate and a window view and of a chain (an aggregate over the join view), the
+append path of a declared unique key, the consistency test, and a run with no changes. Everything
+dbt and the test run goes to the server; the test process starts no Spark of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from integration_tests.fixtures import (
     ITEMS_TABLE,
     KEYED_ITEMS_ROWS,
     ORDER_CUSTOMERS,
+    ORDERS_MV,
     OUTER_MODELS,
     SHOP_CHANGES,
     SHOP_ROWS,
@@ -34,11 +35,23 @@ from integration_tests.thrift_server import ThriftServer, connect_profile, dbt_o
 
 pytestmark = pytest.mark.spark  # needs Java, as the embedded session does
 
+RANKED_ORDERS = """
+select order_id, customer_id, amount,
+    row_number() over (partition by customer_id order by amount desc, order_id) as rn,
+    lead(amount) over (partition by customer_id order by order_id, amount) as next_amount
+from {orders}
+"""
+CUSTOMER_SPEND = (
+    "select customer_id, count(*) as n, sum(amount) as total from {{{{ ref('order_customers') }}}} group by customer_id"
+)
 MODELS = {
+    "orders_mv": ORDERS_MV,  # single source
     "order_customers": ORDER_CUSTOMERS,  # inner join
     "customer_orders": OUTER_MODELS["customer_orders"],  # LEFT JOIN
     "status_counts": STATUS_COUNTS,  # aggregate
     "item_keyed": ITEM_KEYED,  # unique_key: appends take the append path
+    "ranked_orders": RANKED_ORDERS,  # window functions by partition
+    "customer_spend": CUSTOMER_SPEND,  # a chain: an aggregate over the join view
 }
 SOURCES = {
     "orders": (SHOP_TABLES["orders"], SHOP_ROWS["orders"]),
@@ -93,11 +106,12 @@ class TestFastMvOverThrift:
         # the refresh, then each view's fast_mv_consistent test
         results, logs = run_dbt_and_capture(["build", "--threads", "4"])
         msgs = messages(results)
-        for name in ("order_customers", "customer_orders", "status_counts"):
+        for name in ("orders_mv", "order_customers", "customer_orders", "status_counts", "ranked_orders"):
             assert REFRESHED.match(msgs[name]), msgs
             assert f"{schema}.orders v1..v4" in msgs[name], msgs[name]
         for name in ("order_customers", "customer_orders"):
             assert f"{schema}.customers v1..v4" in msgs[name], msgs[name]
+        assert REFRESHED.match(msgs["customer_spend"]) and "order_customers" in msgs["customer_spend"], msgs
         assert msgs["item_keyed"] == f"refreshed: +2/-0 rows from {schema}.items v1..v2", msgs
         assert "appending the new rows" in logs
         assert len(results) == 2 * len(MODELS) and set(statuses(results).values()) == {"success", "pass"}
@@ -139,7 +153,7 @@ class TestFastMvOverSparkConnect:
         for statement in CHANGES:
             project.run_sql(statement.format(**{t: f"{schema}.{t}" for t in SOURCES}))
         results = dbt("build")
-        for name in ("order_customers", "customer_orders", "status_counts", "item_keyed"):
+        for name in MODELS:
             assert REFRESHED.match(results[name][1]), results
         assert len(results) == 2 * len(MODELS) and {s for s, _ in results.values()} == {"success", "pass"}, results
 

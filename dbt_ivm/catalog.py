@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from dbt_ivm import render
 from dbt_ivm.configuration import Configuration, recorded
-from dbt_ivm.errors import SourceError
+from dbt_ivm.errors import SourceError, UnsupportedView
 from dbt_ivm.history import changed_since
 from dbt_ivm.ir import TableName, Upstream, ViewPlan
 from dbt_ivm.metadata import PROP_FORMAT, Watermark, latest_watermark
@@ -288,9 +288,18 @@ def describe_query(db: Database, query: exp.Query) -> dict[str, str]:
     return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
 
 
-def output_types(db: Database, plan: ViewPlan) -> dict[str, str]:
-    """The Spark type of each of the view's columns."""
-    return describe_query(db, plan.model_query)
+NAME_THEM = "name every column with AS (and report the model to dbt-ivm)"
+
+
+def output_types(db: Database, plan: ViewPlan, model: exp.Query) -> dict[str, str]:
+    """The Spark type of each of the view's columns, as Spark reads the model's SQL as written
+    (`model`, the tree `analyze` read): SQL Spark rejects fails here with Spark's own error, even
+    where the analysis read it (a SELECT alias used in a window's PARTITION BY or in WHERE)."""
+    types = describe_query(db, model)
+    if list(types) != [o.name for o in plan.outputs]:
+        named = ", ".join(o.name for o in plan.outputs)
+        raise UnsupportedView(f"columns Spark names {', '.join(types)} where the analysis read {named}", NAME_THEM)
+    return types
 
 
 def session_setting(db: Database, key: str) -> str:

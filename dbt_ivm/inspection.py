@@ -158,7 +158,7 @@ def inspect(db: Database, model: Model) -> Inspection:
         raise FeedOff(tuple(off))
     plan = with_upstreams(analyze(tree, {i.table.key: i.columns for i in infos}, model.functions), chained)
     rules = rules_for(plan)
-    types = output_types(db, plan)
+    types = output_types(db, plan, tree)
     render.ensure_groupable(types)
     unique_key = render.output_columns(plan, model.unique_key, "unique_key")
     cluster_by = layout.cluster_columns(plan, model.cluster_by, rules.ranged_columns(plan, types), types)

@@ -469,6 +469,16 @@ def test_bad_sources_and_models_write_nothing(spark, spark_db, sources):
         assert "\n" not in str(info.value)
         assert not table_exists(spark_db, TableName(DB, "bad"))
         assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
+    # SQL the analysis reads but Spark rejects (a SELECT alias in a window's PARTITION BY or in
+    # WHERE) fails with Spark's error: the model's SQL as written is what Spark describes
+    rejected = {
+        f"select cust as k, row_number() over (partition by k order by id) as rn from {DB}.o": "LATERAL_COLUMN_ALIAS",
+        f"select amt + 1 as k, id from {DB}.o where k > 1": "UNRESOLVED_COLUMN",
+    }
+    for sql, text in rejected.items():
+        with pytest.raises(Exception, match=text):
+            mv(spark_db, "bad", sql).materialize()
+        assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
 
 
 def test_changed_definition_rebuilds_unless_the_policy_is_incremental(spark, spark_db, sources):

@@ -6,6 +6,7 @@ unsupported passes silently. The steps, in order, each a module of pure function
 from the functions this package exports, `parse` and `normalize`, which would shadow them):
 
 - `parsing`: one SELECT, and the source tables it names;
+- `written_out`: GROUP BY ALL written out, a subquery's ORDER BY (which orders nothing) dropped;
 - `refusals`: the constructs no refresh maintains, on the tree as written;
 - `normalization`: qualified, expanded, CTEs and subqueries merged, outputs named as Spark does;
 - `calculated`: a query that projects and filters one aggregate's groups, merged into it;
@@ -32,6 +33,7 @@ from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
 from dbt_ivm.analyze.parsing import DIALECT, Schema, parse, schema_key, source_references, source_tables
 from dbt_ivm.analyze.refusals import check_constructs, check_groups, check_merged
+from dbt_ivm.analyze.written_out import written_out
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import ViewClass, ViewPlan
 
@@ -58,7 +60,7 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     Raises UnsupportedView with the construct and what to do instead.
     """
     declared = tuple(sorted({f.strip().lower() for f in functions if f.strip()}))
-    raw = parse(model) if isinstance(model, str) else model
+    raw = written_out(parse(model) if isinstance(model, str) else model)
     if isinstance(raw, exp.SetOperation):
         return setops.set_plan(raw, lambda branch: analyze(branch, schema, declared))
     check_constructs(raw, frozenset(declared))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.functions import aggregate_calls
+from dbt_ivm.analyze.functions import aggregate_calls, aggregates_outside_windows
 from dbt_ivm.analyze.parsing import SPLIT_HINT, refuse, snippet
 
 # What a substituted expression can be without parentheses (an operator's operand could regroup;
@@ -41,12 +41,12 @@ def merge_calculated(tree: exp.Expr) -> exp.Expr:
 
 
 def aggregating(select: exp.Expr) -> bool:
-    """A SELECT that groups its rows: GROUP BY, HAVING, DISTINCT or an aggregate call."""
+    """A SELECT that groups its rows: GROUP BY, HAVING, DISTINCT or an aggregate call (not a window's)."""
     if not isinstance(select, exp.Select):
         return False
     if any(select.args.get(arg) for arg in ("group", "having", "distinct")):
         return True
-    return any(next(aggregate_calls(e), None) is not None for e in select.expressions)
+    return any(aggregates_outside_windows(e) for e in select.expressions)
 
 
 def _aggregate_read(tree: exp.Expr) -> tuple[exp.Select, str] | None:

@@ -164,6 +164,16 @@ def aggregate_calls(expr: exp.Expr) -> Iterator[exp.Expr]:
         yield from aggregate_calls(child)
 
 
+def aggregates_outside_windows(expr: exp.Expr) -> list[exp.Expr]:
+    """The aggregate calls in `expr` that are not a window's (`SUM(x) OVER (…)` is a window)."""
+    if isinstance(expr, exp.Window):
+        return []
+    calls = list(aggregate_calls(expr)) if not any(expr.find_all(exp.Window)) else []
+    if calls:
+        return calls
+    return [c for child in expr.iter_expressions() for c in aggregates_outside_windows(child)]
+
+
 def aggregate_rule(call: exp.Expr) -> tuple[AggregateFunction, exp.Expr | None]:
     """The maintenance rule of an aggregate call and its argument (None: none, or recomputed)."""
     function = ALGEBRAIC_AGGREGATES.get(type(call))

@@ -25,6 +25,11 @@ SPLIT_HINT = (
     "that reads the first with ref() (a fast_mv can read another fast_mv: README, Chains), "
     "or use materialized='table'"
 )
+DISTINCT_SPLIT = (
+    "split it into two fast_mv models: the windows in one, and the SELECT DISTINCT over its rows in a second "
+    "model that reads the first with ref() (a fast_mv can read another fast_mv: README, Chains), "
+    "or use materialized='table'"
+)
 
 
 def position(node: exp.Expr) -> str | None:
@@ -45,7 +50,7 @@ def refuse(construct: str, node: exp.Expr | None = None, hint: str = "") -> Unsu
     return UnsupportedView(construct, hint, position(node) if node is not None else None)
 
 
-def parse(sql: str) -> exp.Expr:
+def parse(sql: str) -> exp.Query:
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None and not isinstance(s, exp.Semicolon)]
     except ParseError as e:

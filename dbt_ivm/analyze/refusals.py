@@ -336,6 +336,16 @@ def check_merged(select: exp.Select) -> None:
                 sub,
                 SPLIT_HINT,
             )
+        if isinstance(sub.this, exp.Select) and any(
+            w.find_ancestor(exp.Select) is sub.this for w in sub.this.find_all(exp.Window)
+        ):
+            raise refuse(
+                f"a subquery or CTE with window functions ({snippet(sub)}) that the query joins to other rows "
+                "(a model's windows are maintained only over the rows of the model's own FROM)",
+                sub,
+                "make the windows their own fast_mv, and join it in a second model that reads it with ref() "
+                "(a fast_mv can read another fast_mv: README, Chains), or use materialized='table'",
+            )
         raise refuse(
             f"a FROM subquery or CTE that could not be merged into the query ({snippet(sub)})",
             sub,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.functions import ORDER_SENSITIVE_AGGREGATES, aggregate_calls, func_key
-from dbt_ivm.analyze.parsing import DIALECT, SPLIT_HINT, refuse, snippet
+from dbt_ivm.analyze.functions import ORDER_SENSITIVE_AGGREGATES, aggregate_calls, aggregates_outside_windows, func_key
+from dbt_ivm.analyze.parsing import DIALECT, DISTINCT_SPLIT, SPLIT_HINT, refuse, snippet
 from dbt_ivm.ir import Windows
 
 # Window functions whose value depends on the order of the rows in the partition (or frame):
@@ -70,29 +70,26 @@ def windows(select: exp.Select, outer: exp.Select | None) -> Windows:
 
 def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
     """No aggregation beside the windows; `at`: the node whose position the message gives."""
-    for arg, construct in (("group", "GROUP BY"), ("having", "HAVING"), ("distinct", "DISTINCT")):
+    for arg, construct in (("group", "GROUP BY"), ("having", "HAVING")):
         if select.args.get(arg) is not None:
             raise refuse(
                 f"window functions together with {construct} (a window over an aggregate)",
                 at or select.args[arg],
                 SPLIT_HINT,
             )
+    if select.args.get("distinct") is not None:
+        raise refuse(
+            "window functions together with DISTINCT (DISTINCT over the windows' rows)",
+            at or select.args["distinct"],
+            DISTINCT_SPLIT,
+        )
     for e in select.expressions:
-        for call in _aggregates_outside_windows(e):
+        for call in aggregates_outside_windows(e):
             raise refuse(
                 f"aggregate {snippet(call)} beside window functions (a window over an aggregate)",
                 call,
                 SPLIT_HINT,
             )
-
-
-def _aggregates_outside_windows(expr: exp.Expr) -> list[exp.Expr]:
-    if isinstance(expr, exp.Window):
-        return []
-    calls = list(aggregate_calls(expr)) if not any(expr.find_all(exp.Window)) else []
-    if calls:
-        return calls
-    return [c for child in expr.iter_expressions() for c in _aggregates_outside_windows(child)]
 
 
 def _check_outer(outer: exp.Select) -> None:

@@ -660,6 +660,35 @@ ACCEPTED: list[Accepted] = [
         "orders:P",
         "g_0 count nn_1 nn_2 a_2 nn_3 a_3 a_4 m_4 a_5 m_5",
     ),
+    # GROUP BY ALL: every SELECT expression without an aggregate call (constants group nothing)
+    ok(
+        "group_by_all",
+        "select status, customer_id + 1 as c1, 7 as seven, count(*) as n, sum(amount) as s "
+        "from eq_shop.orders group by all having count(*) > 0",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 g_1 count nn_1 a_1",
+        normalized_has=("GROUP BY `orders`.`status`, `orders`.`customer_id` + 1 HAVING",),
+    ),
+    ok(
+        "group_by_all_global",
+        "select count(*) as n, max(amount) + 1 as top from eq_shop.orders group by all",
+        AGG,
+        "orders",
+        "orders:P",
+        "count a_1 m_1",
+    ),
+    # an ORDER BY without LIMIT in a subquery or CTE orders nothing: dropped
+    ok(
+        "order_by_in_cte",
+        "with s as (select id, status from eq_shop.orders order by status) "
+        "select * from s where id in (select id from eq_shop.orders order by id desc)",
+        ViewClass.SEMI_JOIN,
+        "orders",
+        "orders:P orders_2:P",
+        "p_0 count",
+    ),
     ok(
         "count_one",
         "select status, count(1) as n from eq_shop.orders group by status",
@@ -1734,7 +1763,7 @@ REFUSED: list[Refused] = [
     ),
     no("cube", "select status, region_id, count(*) as n from eq_shop.orders group by cube (status, region_id)", "CUBE"),
     no("with_rollup", "select status, count(*) as n from eq_shop.orders group by status with rollup", "ROLLUP"),
-    no("group_by_all", "select status, count(*) as n from eq_shop.orders group by all", "GROUP BY ALL"),
+    no("group_by_all_constants", "select 1 as one, count(*) as n from eq_shop.orders group by all", "GROUP BY ALL"),
     no(
         "grouping_function",
         "select status, grouping(status) as g, count(*) as n from eq_shop.orders group by status",
@@ -1753,6 +1782,17 @@ REFUSED: list[Refused] = [
         "with t as (select customer_id, sum(amount) as total from eq_shop.orders "
         "group by customer_id) select c.name, t.total from eq_shop.customers c join t on t.customer_id = c.id",
         "a grouped subquery or CTE",
+    ),
+    no(
+        "window_cte_joined",
+        "with s as (select customer_id, min(amount) over (partition by customer_id) as m from eq_shop.orders) "
+        "select s.customer_id, s.m, c.name from s join eq_shop.customers c on s.customer_id = c.id",
+        "a subquery or CTE with window functions",
+    ),
+    no(
+        "distinct_over_windows",
+        "select distinct status, min(amount) over (partition by status) as m from eq_shop.orders",
+        "DISTINCT over the windows' rows",
     ),
     # --- an aggregate or a window over an aggregate ----------------------------------------------------
     no(

@@ -94,7 +94,7 @@ def test_accepted_window_views(sql, partition, columns):
         ),
         (
             f"select s.key from (select key, row_number() over ({BY_KEY}) as rn {H}) s join db.c c on s.key = c.cid",
-            "a FROM subquery or CTE that could not be merged",
+            "a subquery or CTE with window functions",
         ),
         (f"select id, sum(id) over ({BY_KEY}) as __ivm_s {H}", "reserved prefix"),
     ],

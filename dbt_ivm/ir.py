@@ -138,6 +138,16 @@ JoinNode = Leaf | InnerGroup | OuterJoin
 
 
 @dataclass(frozen=True)
+class Ordering:
+    """One key of the model's top-level ORDER BY, over one of its columns: the order `ref()` reads
+    the view in (the storage has none)."""
+
+    column: str
+    descending: bool = False
+    nulls_first: bool = True  # Spark's default: NULLS FIRST ascending, NULLS LAST descending
+
+
+@dataclass(frozen=True)
 class OutputColumn:
     name: str
     expression: exp.Expr
@@ -350,6 +360,7 @@ class ViewPlan:
     windows: Windows | None = None  # a window view's rows (`ViewClass.WINDOW`)
     subqueries: Subqueries | None = None  # a semi-join view's subquery tests (`ViewClass.SEMI_JOIN`)
     set_operation: SetOperations | None = None  # a set operation's branches (`ViewClass.SET_OPERATION`)
+    order: tuple[Ordering, ...] = ()  # the model's top-level ORDER BY, kept by the view `ref()` reads
 
     @property
     def model_query(self) -> exp.Query:
@@ -399,12 +410,14 @@ class ViewPlan:
     @property
     def definition_hash(self) -> str:
         """Changes when the view's meaning or the types of the columns it reads change."""
-        payload = {
+        payload: dict[str, object] = {
             "sql": self.normalized_sql,
             "columns": [[s.table.key, list(map(list, s.columns))] for s in self.sources],
             "class": self.view_class.value,
             "functions": list(self.functions),
         }
+        if self.order:  # a view of a model without ORDER BY keeps the hash it was built with
+            payload["order"] = [[o.column, o.descending, o.nulls_first] for o in self.order]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 

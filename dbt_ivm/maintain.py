@@ -171,7 +171,7 @@ class Maintainer:
 
     def _view(self, i: Inspection) -> None:
         """Create the view over the storage, with the comments of persist_docs."""
-        user_view = i.rules.user_view(i.plan, self.backing, self._describe)
+        user_view = render.ordered(i.rules.user_view(i.plan, self.backing, self._describe), i.plan.order)
         self.run(render.sql(view_comments(render.create_view(self.view, user_view), self.docs)))
 
     def _inspect_upstreams(self) -> Inspection:

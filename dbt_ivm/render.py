@@ -13,6 +13,7 @@ from sqlglot import exp
 from dbt_ivm import verbatim
 from dbt_ivm.errors import ConfigError, UnsupportedView
 from dbt_ivm.ir import (
+    Ordering,
     TableName,
     ViewPlan,
 )
@@ -99,6 +100,14 @@ def enable_change_feed(table: TableName) -> str:
 
 def create_view(view: TableName, select: exp.Query) -> exp.Create:
     return exp.Create(this=view.to_table(), kind="VIEW", replace=True, expression=select)
+
+
+def ordered(select: exp.Select, order: Sequence[Ordering]) -> exp.Select:
+    """`select` with the model's top-level ORDER BY, over its own columns (`ir.Ordering`)."""
+    if not order:
+        return select
+    keys = [exp.Ordered(this=col(o.column), desc=o.descending, nulls_first=o.nulls_first) for o in order]
+    return select.order_by(*keys, copy=True)
 
 
 # --- refresh -----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from dbt_ivm.classes import changes, flips, identities, joins, terms
 from dbt_ivm.commit import commit_metadata
 from dbt_ivm.errors import ConfigError, SourceError, StateError, UnsupportedView
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import Maintainer, consistency_sql, explain_view
+from dbt_ivm.maintain import Action, Maintainer, consistency_sql, explain_view
 from tests.spark_sources import CDF, orders_and_customers
 
 pytestmark = pytest.mark.spark
@@ -932,3 +932,13 @@ def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spa
             spark.sql(f"drop table if exists {DB}.{name}__ivm")
         for t in tables:
             spark.sql(f"drop table if exists {DB}.{t}")
+
+
+def test_the_view_keeps_the_models_top_level_order_by(spark, spark_db, sources):
+    sql = f"select id, cust, amt from {DB}.o where amt > 3 order by cust desc nulls first, amt, 1"
+    mv(spark_db, "ordered", sql).materialize()
+    spark.sql(f"update {DB}.o set cust = null where id % 97 = 1")
+    spark.sql(f"insert into {DB}.o values (100001, null, 50.0), (100002, 3, 4.5)")
+    assert mv(spark_db, "ordered", sql).materialize().action is Action.REFRESHED
+    assert spark.sql(f"select * from {DB}.ordered").collect() == spark.sql(sql).collect()
+    assert_consistent(spark, spark_db, "ordered")

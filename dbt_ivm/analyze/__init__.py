@@ -7,6 +7,7 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 
 - `parsing`: one SELECT, and the source tables it names;
 - `written_out`: GROUP BY ALL written out, a subquery's ORDER BY (which orders nothing) dropped;
+- `ordering`: the top-level ORDER BY, taken off and kept as an order of the model's columns;
 - `refusals`: the constructs no refresh maintains, on the tree as written;
 - `normalization`: qualified, expanded, CTEs and subqueries merged, outputs named as Spark does;
 - `calculated`: a query that projects and filters one aggregate's groups, merged into it;
@@ -21,6 +22,7 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from sqlglot import exp
@@ -31,6 +33,7 @@ from dbt_ivm.analyze.calculated import merge_calculated
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
+from dbt_ivm.analyze.ordering import orderings, split_order
 from dbt_ivm.analyze.parsing import DIALECT, Schema, parse, schema_key, source_references, source_tables
 from dbt_ivm.analyze.refusals import check_constructs, check_groups, check_merged
 from dbt_ivm.analyze.written_out import written_out
@@ -63,6 +66,16 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     raw = written_out(parse(model) if isinstance(model, str) else model)
     if isinstance(raw, exp.SetOperation):
         return setops.set_plan(raw, lambda branch: analyze(branch, schema, declared))
+    raw, order = split_order(raw)
+    plan = _select_plan(raw, schema, declared)
+    if order is None:
+        return plan
+    assert isinstance(raw, exp.Select)  # `split_order` takes an ORDER BY off a SELECT only
+    return dataclasses.replace(plan, order=orderings(order, raw, plan.outputs))
+
+
+def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
+    """The plan of a model that is not a set operation, without its top-level ORDER BY."""
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]

@@ -679,6 +679,16 @@ ACCEPTED: list[Accepted] = [
         "orders:P",
         "count a_1 m_1",
     ),
+    # the top-level ORDER BY: kept as an order of the model's columns, for the view ref() reads
+    ok(
+        "order_by",
+        "select o.id, o.amount as amt, c.name from eq_shop.orders o join eq_shop.customers c "
+        "on o.customer_id = c.id order by c.name desc nulls first, amt, 1",
+        ViewClass.INNER_JOIN,
+        "inner(o, c)",
+        "o:P c:P",
+        "rid_0 rid_1 count",
+    ),
     # an ORDER BY without LIMIT in a subquery or CTE orders nothing: dropped
     ok(
         "order_by_in_cte",
@@ -1526,7 +1536,8 @@ REFUSED: list[Refused] = [
     no("limit", "select id from eq_shop.orders limit 10", "LIMIT"),
     no("limit_in_subquery", "select t.id from (select id from eq_shop.orders limit 3) t", "LIMIT"),
     no("offset", "select id from eq_shop.orders offset 3", "OFFSET"),
-    no("order_by", "select id from eq_shop.orders order by id", "ORDER BY"),
+    no("order_by_unselected", "select id from eq_shop.orders order by amount", "ORDER BY amount, which is not one"),
+    no("order_by_expression", "select id, amount from eq_shop.orders order by amount * 2", "ORDER BY amount * 2"),
     no("sort_by", "select id from eq_shop.orders sort by id", "SORT BY"),
     no("cluster_by", "select id from eq_shop.orders cluster by id", "CLUSTER BY"),
     no("distribute_by", "select id from eq_shop.orders distribute by id", "DISTRIBUTE BY"),

@@ -321,3 +321,19 @@ def test_a_calculated_select_keeps_the_aggregates_state_and_computes_in_the_view
         "MIN(`orders`.`id`)",
     ]
     assert plan.having is not None and plan.having.sql(dialect="spark") == "MIN(`orders`.`id`) > 0 AND (COUNT(*) > 1)"
+
+
+def test_the_top_level_order_by_is_kept_as_an_order_of_the_models_columns():
+    from dbt_ivm import render
+    from dbt_ivm.ir import Ordering
+
+    case = next(c for c in ACCEPTED if c.id == "order_by")
+    plan = analyze(case.sql, SCHEMAS[case.schema])
+    assert plan.order == (Ordering("name", True, True), Ordering("amt"), Ordering("id"))
+    assert "ORDER BY" not in plan.normalized_sql  # the storage has no order
+    unordered = analyze(case.sql.split(" order by")[0], SCHEMAS[case.schema])
+    assert unordered.order == () and unordered.definition_hash != plan.definition_hash
+    view = render.sql(render.ordered(parse("select id, amt, name from v"), plan.order))
+    assert view.endswith("ORDER BY `name` DESC NULLS FIRST, `amt` ASC, `id` ASC"), view
+    last = render.sql(render.ordered(parse("select id from v"), (Ordering("id", False, False),)))
+    assert last.endswith("ORDER BY `id` ASC NULLS LAST"), last

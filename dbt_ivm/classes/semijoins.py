@@ -187,7 +187,9 @@ class SemiJoinRules:
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # the change terms read them
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:

@@ -57,6 +57,21 @@ def session_overrides(db: Database, settings: Sequence[layout.Setting]) -> Itera
 
 
 @contextmanager
+def session_confs(db: Database, confs: Mapping[str, str]) -> Iterator[None]:
+    """Runs the block with `confs` set on the session, and resets them after, even when it
+    fails. The confs are session-wide: no other statement on the session runs meanwhile
+    (`SESSION_LOCK`, taken exclusively), so no write of another thread commits under them."""
+    with SESSION_LOCK.exclusive():
+        for key, value in confs.items():
+            db.execute(f"SET {key}={value}")
+        try:
+            yield
+        finally:
+            for key in confs:
+                db.execute(f"RESET {key}")
+
+
+@contextmanager
 def commit_metadata(
     db: Database,
     mark: Watermark,
@@ -92,18 +107,13 @@ def commit_metadata(
         TXN_VERSION_CONF: str(mark.token),
     }
     sets = [f"SET {key}={value}" for key, value in confs.items()]
-    resets = [f"RESET {key}" for key in confs]
-    with SESSION_LOCK.exclusive():
-        if scripts and all(batch.plain(s) for s in sets):
-            yield from _batched(db, run or (lambda _, sent: db.execute(sent or _)), sets, [*resets], after)
-            return
-        for statement in sets:
-            db.execute(statement)
-        try:
-            yield (lambda statement: run(statement, None)) if run else db.execute
-        finally:
-            for statement in resets:
-                db.execute(statement)
+    if scripts and all(batch.plain(s) for s in sets):
+        resets = [f"RESET {key}" for key in confs]
+        with SESSION_LOCK.exclusive():
+            yield from _batched(db, run or (lambda _, sent: db.execute(sent or _)), sets, resets, after)
+        return
+    with session_confs(db, confs):
+        yield (lambda statement: run(statement, None)) if run else db.execute
 
 
 def _batched(

@@ -263,7 +263,7 @@ class Maintainer:
         cfg = self.configuration.encode()
         mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg)
         types = layout.stored_types(i.plan, i.output_types)
-        rows = layout.clustered(i.rules.build_select(i.plan, i.pinned), i.cluster_by, types)
+        rows = layout.clustered(i.rules.build_select(i.plan, i.pinned, i.output_types), i.cluster_by, types)
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
         create = render.create_backing(self.backing, rows.select, props, self._layout(i))
         self._move(i)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from dbt_ivm.catalog import Database
-from dbt_ivm.commit import USER_METADATA_CONF
+from dbt_ivm.commit import USER_METADATA_CONF, session_confs
 from dbt_ivm.configuration import (
     Changes,
     Configuration,
@@ -35,7 +35,6 @@ from dbt_ivm.errors import StateError
 from dbt_ivm.inspection import Inspection
 from dbt_ivm.ir import TableName
 from dbt_ivm.policy import RefreshPolicy
-from dbt_ivm.session_lock import SESSION_LOCK
 
 
 @dataclass(frozen=True)
@@ -72,14 +71,9 @@ def reconfigure(
 
 @contextmanager
 def recording(db: Database, configuration: Configuration) -> Iterator[None]:
-    """The next commit carries `configuration` in its metadata (the confs are session-wide:
-    `SESSION_LOCK` exclusive, as for a watermark's commit)."""
-    with SESSION_LOCK.exclusive():
-        db.execute(f"SET {USER_METADATA_CONF}={configuration.marker()}")
-        try:
-            yield
-        finally:
-            db.execute(f"RESET {USER_METADATA_CONF}")
+    """The next commit carries `configuration` in its metadata (`commit.session_confs`)."""
+    with session_confs(db, {USER_METADATA_CONF: configuration.marker()}):
+        yield
 
 
 class Runner(Protocol):

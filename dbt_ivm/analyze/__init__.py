@@ -82,7 +82,9 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     if missing:
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     check_groups(raw)
-    tree = windows.with_window_subquery(merge_calculated(normalize(raw, schema)))
+    normalized = normalize(raw, schema)
+    subqueries.check_tested_relations(normalized)
+    tree = windows.with_window_subquery(merge_calculated(normalized))
     if not isinstance(tree, exp.Select):
         raise UnsupportedView(f"a top-level {tree.key.upper()}", "a model is one SELECT")
     if subqueries.has_subquery(tree):

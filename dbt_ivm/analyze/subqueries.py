@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 
+from dbt_ivm.analyze.calculated import aggregating
 from dbt_ivm.analyze.functions import is_aggregate
 from dbt_ivm.analyze.join_tree import join_tree
 from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
@@ -81,6 +82,38 @@ def check_subquery(node: exp.Expr) -> None:
         if _test_query(outer) is not None:
             raise refuse(f"a subquery inside a subquery ({snippet(test)})", test, HINT)
         outer = outer.parent
+
+
+def check_tested_relations(tree: exp.Expr) -> None:
+    """On the normalized tree (CTEs and derived tables merged where they can be, aggregates not
+    yet merged into the query over their groups): an EXISTS or IN test in the WHERE of a query
+    that reads a CTE or derived table computing windows or aggregates is refused by name (its
+    rows are the windows' or groups', which a key's recompute does not cut)."""
+    if not isinstance(tree, exp.Select) or tree.args.get("where") is None:
+        return
+    test = next((n for n in tree.args["where"].find_all(exp.Exists, exp.In) if _test_query(n) is not None), None)
+    if test is None:
+        return
+    ctes = {cte.alias_or_name.lower(): cte.this for cte in tree.find_all(exp.CTE)}
+    relations = [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])]
+    for rel in relations:
+        body = rel.this if isinstance(rel, exp.Subquery) else None
+        if isinstance(rel, exp.Table) and not rel.db:
+            body = ctes.get(rel.name.lower())
+        if not isinstance(body, exp.Select):
+            continue
+        windowed = any(e.find(exp.Window) for e in body.expressions)
+        if not windowed and not aggregating(body):
+            continue
+        what = "computes windows" if windowed else "aggregates its rows (GROUP BY, DISTINCT or an aggregate)"
+        name = rel.alias_or_name
+        raise refuse(
+            f"a subquery predicate ({snippet(test)}) over {name!r}, a CTE or derived table that {what}",
+            test,
+            f"split it into two fast_mv models, chained: the query of {name!r} in one, and in a second that reads "
+            "the first with ref() the query that tests its rows (a fast_mv can read another fast_mv: README, "
+            "Chains), or use materialized='table'",
+        )
 
 
 def tests(select: exp.Select, schema: Schema, first_index: int) -> tuple[exp.Select, Subqueries, tuple[Source, ...]]:

@@ -347,7 +347,9 @@ class AggregateRules:
         Over one source the group deltas read the feed once, in the statement that caches them."""
         return len(plan.sources) > 1
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:

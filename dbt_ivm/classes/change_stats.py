@@ -56,6 +56,16 @@ def key_not_null(unique_key: Sequence[str]) -> exp.Expr:
     return exp.and_(*[exp.not_(exp.Is(this=col(c), expression=exp.Null())) for c in unique_key])
 
 
+def change_size(name: str) -> exp.Select:
+    """Rows of the change set `name` (`n`), and the copies they insert and delete."""
+    pos, neg = copies()
+    return exp.select(
+        exp.Count(this=exp.Star()).as_("n"),
+        func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
+        func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
+    ).from_(temp_table(name))
+
+
 def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[str, str] | None = None) -> exp.Select:
     """Size of the change set; with a unique key, also its rows whose key is a value (`keyed`,
     `key_not_null`), their distinct keys and their largest delta; for each of `columns` (name:
@@ -67,13 +77,7 @@ def delta_stats(name: str, unique_key: tuple[str, ...] = (), columns: Mapping[st
     whose key is NULL (`keyed` = `n`), which the key does not vouch is new.
     """
     d = col(DELTA_COLUMN)
-    pos, neg = copies()
-    select = exp.select(
-        exp.Count(this=exp.Star()).as_("n"),
-        func("coalesce", exp.Sum(this=pos), lit(0)).as_("inserted"),
-        func("coalesce", exp.Sum(this=neg), lit(0)).as_("deleted"),
-        exp.Min(this=d.copy()).as_("min_d"),
-    ).from_(temp_table(name))
+    select = change_size(name).select(exp.Min(this=d.copy()).as_("min_d"), copy=False)
     if unique_key:
         keyed = key_not_null(unique_key)
         key = exp.If(this=keyed, true=exp.Struct(expressions=[col(c) for c in unique_key]), false=exp.Null())

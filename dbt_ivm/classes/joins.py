@@ -265,7 +265,9 @@ class IdentityRules:
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # read by the change set, its statistics, the identity filter and the probe
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:

@@ -92,8 +92,11 @@ class ViewRules(Protocol):
         """Whether each moved source's net change is cached before `apply` (`Refresh.staged`)."""
         ...
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
-        """The view's storage at the pinned versions: its rows and hidden columns."""
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
+        """The view's storage at the pinned versions: its rows and hidden columns (`types`: the
+        model's column types, where the storage depends on them)."""
         ...
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:

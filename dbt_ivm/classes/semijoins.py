@@ -13,7 +13,8 @@ touches nothing. A three-valued IN (`x NOT IN (SELECT y …)`, or IN under OR, N
 its value: a row with `x = k` is kept iff the subquery's values hold no NULL and not `k`, a NULL
 `x` iff they are empty; so a changed `y` touches the key `y`, any change touches the NULL key,
 and a changed NULL `y` touches every key. Each touched key is recomputed from the model's own
-query at the pinned versions, its stored rows subtracted, one MERGE applies the difference.
+query at the pinned versions, its stored rows subtracted, one MERGE applies the difference
+(`by_key`, shared with window views).
 With no key shared by every test the view is one key: every change recomputes all of it.
 """
 
@@ -25,15 +26,13 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 
 from dbt_ivm.analyze.subqueries import inner_key, inner_value
-from dbt_ivm.classes.changes import delta_terms
-from dbt_ivm.classes.joins import count_clauses, repeated_rows
-from dbt_ivm.classes.relations import copies, snapshot_relation, substitute, union_all
+from dbt_ivm.classes import by_key
+from dbt_ivm.classes.joins import repeated_rows
+from dbt_ivm.classes.relations import snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
 from dbt_ivm.ir import (
     COUNT_COLUMN,
-    DELTA_COLUMN,
     HIDDEN_PREFIX,
-    RID_COLUMN,
     Comparison,
     Source,
     Subqueries,
@@ -44,7 +43,6 @@ from dbt_ivm.ir import (
 )
 from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, sql, temp_table
 
-TOUCHED = f"{HIDDEN_PREFIX}t"  # the alias of the touched keys
 EVERYTHING = f"{HIDDEN_PREFIX}all"  # a touched row that stands for every key
 Versions = Mapping[str, int]
 Staged = Mapping[int, str]
@@ -64,16 +62,6 @@ def stored_columns(plan: ViewPlan) -> list[str]:
     return [o.name for o in plan.outputs] + _keys(plan)
 
 
-def _counted(rows: exp.Query, plan: ViewPlan, measure: exp.Expr, name: str) -> exp.Select:
-    """One row per distinct stored row of `rows`, with `measure` as `name`."""
-    cols = [col(c) for c in stored_columns(plan)]
-    return (
-        exp.select(*cols, measure.as_(ident(name)))
-        .from_(rows.subquery(ident(f"{HIDDEN_PREFIX}v")))
-        .group_by(*[c.copy() for c in cols])
-    )
-
-
 def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = None) -> exp.Select:
     """The model's rows at `versions` with their keys; `touched`: only the keys that table holds
     (a key's rows are tested against the subqueries' rows of that key only)."""
@@ -82,50 +70,18 @@ def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = Non
     select = substitute(plan.query, rels)
     select = select.select(*[k.copy().as_(ident(c)) for k, c in zip(keys, _keys(plan), strict=True)], copy=False)
     if touched is not None and keys:
-        select.append("joins", _semi_join(touched, keys, plan))
+        select.append("joins", by_key.semi_join(touched, keys, _keys(plan)))
     return select
-
-
-def _semi_join(touched: str, keys: Sequence[exp.Expr], plan: ViewPlan) -> exp.Join:
-    """`LEFT SEMI JOIN touched ON key_i <=> touched.__ivm_p_i …`: NULL keys match NULL keys."""
-    on = exp.and_(
-        *[exp.NullSafeEQ(this=k.copy(), expression=col(c, TOUCHED)) for k, c in zip(keys, _keys(plan), strict=True)]
-    )
-    return exp.Join(this=temp_table(touched).as_(TOUCHED), side="LEFT", kind="SEMI", on=on)
 
 
 def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
     """The storage at the pinned versions: each distinct row with its keys and count."""
-    return _counted(_rows(plan, versions), plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+    return by_key.counted(_rows(plan, versions), stored_columns(plan), exp.Count(this=exp.Star()), COUNT_COLUMN)
 
 
 def _row_columns(sources: Sequence[Source]) -> list[exp.Expr]:
-    """Each occurrence's identity and columns: a term's rows netted per source row."""
-    row: list[exp.Expr] = []
-    for s in sources:
-        row.append(col(RID_COLUMN, s.alias).as_(ident(f"{HIDDEN_PREFIX}r_{s.index}")))
-        for j, (name, spark_type) in enumerate(s.columns):
-            value: exp.Expr = col(name, s.alias)
-            if spark_type.lower().startswith("map"):  # maps cannot be grouped
-                value = func("to_json", value)
-            row.append(value.as_(ident(f"{HIDDEN_PREFIX}c_{s.index}_{j}")))
-    return row
-
-
-def _net(
-    plan: ViewPlan, query: exp.Select, names: list[str], old: Versions, new: Versions, staged: Staged
-) -> exp.Select | None:
-    """The rows of `query`'s change terms whose copies do not cancel (their `names` columns)."""
-    terms = [term for _, term in delta_terms(plan, query, old, new, staged)]
-    if not terms:
-        return None
-    total = exp.Sum(this=col(DELTA_COLUMN))
-    return (
-        exp.select(*[col(n) for n in names])
-        .from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}c")))
-        .group_by(*[col(n) for n in names])
-        .having(exp.NEQ(this=total, expression=lit(0)))
-    )
+    """Each occurrence's identity (`__ivm_r_<i>`) and columns: a term's rows netted per source row."""
+    return by_key.row_columns(sources, lambda s: f"{HIDDEN_PREFIX}r_{s.index}")
 
 
 def _touched_rows(plan: ViewPlan, values: list[exp.Expr], net: exp.Select, where: list[exp.Expr]) -> exp.Select:
@@ -147,7 +103,7 @@ def _outer_touched(plan: ViewPlan, old: Versions, new: Versions, staged: Staged)
     row = _row_columns(outer)
     query = subs.outer.copy()
     query.set("expressions", [*keys, *row])
-    net = _net(sub_plan, query, [k.alias for k in keys] + [r.alias for r in row], old, new, staged)
+    net = by_key.net_rows(sub_plan, query, [k.alias for k in keys] + [r.alias for r in row], old, new, staged)
     return None if net is None else _touched_rows(plan, [col(c) for c in _keys(plan)], net, [])
 
 
@@ -164,7 +120,7 @@ def _test_touched(
     names = [inner_key(j) for j in range(max(len(test.pairs), 1))] + [r.alias for r in row]
     query = test.select.copy().select(*row, copy=False)
     local_staged = {i: staged[g] for i, g in enumerate(test.sources) if g in staged}
-    net = _net(sub_plan, query, names, old, new, local_staged)
+    net = by_key.net_rows(sub_plan, query, names, old, new, local_staged)
     if net is None:
         return None
     partition = _subqueries(plan).partition_by
@@ -210,31 +166,12 @@ def touched_select(
 def delta_select(plan: ViewPlan, backing: TableName, new: Mapping[str, int], touched: str | None) -> exp.Select:
     """The touched keys' rows recomputed at `new` (+count) and as stored (-count), summed per
     stored row: the rows whose multiplicity changes, by how much. `touched` None: every key."""
-    recomputed = _counted(_rows(plan, new, touched), plan, exp.Count(this=exp.Star()), DELTA_COLUMN)
-    stored = exp.select(*[col(c) for c in stored_columns(plan)], exp.Neg(this=col(COUNT_COLUMN)).as_(DELTA_COLUMN))
-    stored = stored.from_(backing.to_table().as_(f"{HIDDEN_PREFIX}s"))
-    if touched is not None and _keys(plan):
-        keys = [col(k, f"{HIDDEN_PREFIX}s") for k in _keys(plan)]
-        stored.append("joins", _semi_join(touched, keys, plan))
-    total = exp.Sum(this=col(DELTA_COLUMN))
-    summed = _counted(union_all([recomputed, stored]), plan, total, DELTA_COLUMN)
-    return summed.having(exp.NEQ(this=total.copy(), expression=lit(0)))
+    return by_key.delta_select(_rows(plan, new, touched), stored_columns(plan), _keys(plan), backing, touched)
 
 
 def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
-    """Apply the changed multiplicities, matching every stored column NULL-safe: delete at 0,
-    update, insert; a count that would go negative is corrupt state, loudly."""
-    t, s = "t", "s"
-    corrupt = (
-        f"fast_mv {backing}: the recomputed keys remove rows the view does not hold; "
-        "its stored state is inconsistent: run dbt with --full-refresh for this model"
-    )
-    cols = stored_columns(plan)
-    target = backing.to_table()
-    target.set("alias", exp.TableAlias(this=ident(t)))
-    on = exp.and_(*[exp.NullSafeEQ(this=col(c, t), expression=col(c, s)) for c in cols])
-    whens = exp.Whens(expressions=count_clauses(cols, corrupt, t, s))
-    return exp.Merge(this=target, using=temp_table(delta).as_(s), on=on, whens=whens)
+    """Apply the changed multiplicities (`by_key.merge_statement`)."""
+    return by_key.merge_statement(stored_columns(plan), backing, delta, "keys")
 
 
 def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
@@ -250,7 +187,9 @@ class SemiJoinRules:
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # the change terms read them
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
@@ -272,19 +211,8 @@ class SemiJoinRules:
         if count == 0:
             return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, "no key touched")
         detail = "the whole view recomputed" if everything else f"{count} key{'s' * (count != 1)} recomputed"
-        delta = refresh.temp("delta")
-        refresh.run(cache_as(delta, delta_select(plan, refresh.backing, refresh.new, None if everything else keys)))
-        inserted, deleted = copies()
-        stats = exp.select(
-            exp.Count(this=exp.Star()).as_("n"),
-            func("coalesce", exp.Sum(this=inserted), lit(0)).as_("inserted"),
-            func("coalesce", exp.Sum(this=deleted), lit(0)).as_("deleted"),
-        ).from_(temp_table(delta))
-        row = refresh.query(sql(stats))[0]
-        if int(row["n"]) == 0:
-            return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, detail)
-        merge = merge_statement(plan, refresh.backing, delta)
-        return Write(WritePath.MERGE, merge, int(row["inserted"]), int(row["deleted"]), detail)
+        delta = delta_select(plan, refresh.backing, refresh.new, None if everything else keys)
+        return by_key.apply_difference(refresh, delta, stored_columns(plan), "keys", detail)
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         return explain_steps(plan)

@@ -9,6 +9,11 @@ times. A refresh computes each branch's change with the change terms its own cla
 (`changes.delta_terms`), nets them per output row into a change of each branch's count, and one
 MERGE adds them (delete when every count is 0). The columns take the model's types: Spark widens
 the branches' types to a common one, and each branch's values are cast to it.
+
+Spark groups and compares -0.0 as 0.0 (also inside arrays and structs). A UNION ALL of plain
+branches keeps each row as its branch gives it, so there a floating-point column is grouped and
+matched by its text, which tells the two apart, and its value carried as it is (`_textual`); every
+other set operation compares rows as Spark does, so its rows keep Spark's equality.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes.changes import delta_terms
+from dbt_ivm.classes.changes import delta_terms, normalized_when_grouped
 from dbt_ivm.classes.relations import snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
 from dbt_ivm.ir import (
@@ -47,6 +52,31 @@ def _names(plan: ViewPlan) -> list[str]:
 
 def _counts(plan: ViewPlan) -> list[str]:
     return [branch_column(b.index) for b in _setops(plan).branches]
+
+
+def _keeps_every_row(node: SetNode) -> bool:
+    """UNION ALL of branches without DISTINCT: no row is compared with another."""
+    if isinstance(node, Branch):
+        return not node.distinct
+    return (
+        node.kind is SetKind.UNION
+        and not node.distinct
+        and _keeps_every_row(node.left)
+        and _keeps_every_row(node.right)
+    )
+
+
+def _textual(plan: ViewPlan, types: Mapping[str, str] | None) -> frozenset[str]:
+    """The output columns a stored row is told apart by as text (`types`: the model's column
+    types): those of a floating-point type, where the view keeps every row (`_keeps_every_row`)."""
+    if not types or not _keeps_every_row(_setops(plan).tree):
+        return frozenset()
+    return frozenset(n for n in _names(plan) if normalized_when_grouped(types.get(n, "")))
+
+
+def _identity(column: exp.Expr, name: str, textual: frozenset[str]) -> exp.Expr:
+    """What tells stored rows apart in `column` (`name`): its text for a `textual` one."""
+    return exp.Cast(this=column, to=exp.DataType.build("string")) if name in textual else column
 
 
 def branch_plan(plan: ViewPlan, branch: Branch) -> ViewPlan:
@@ -82,19 +112,23 @@ def _tagged(rows: exp.Query, plan: ViewPlan, branch: int, copies: exp.Expr) -> e
     return exp.select(*[col(n) for n in _names(plan)], *counts).from_(rows.subquery(ident(f"{HIDDEN_PREFIX}b")))
 
 
-def _summed(rows: exp.Query, plan: ViewPlan) -> exp.Select:
-    """One row per distinct output row of `rows`, each branch's count summed."""
+def _summed(rows: exp.Query, plan: ViewPlan, textual: frozenset[str] = frozenset()) -> exp.Select:
+    """One row per distinct output row of `rows`, each branch's count summed; a `textual` column
+    grouped by its text, its value carried (`any_value`: one text, one value)."""
     names = [col(n) for n in _names(plan)]
+    values = [func("any_value", c).as_(ident(c.name)) if c.name in textual else c for c in names]
     sums = [exp.Sum(this=col(c)).as_(ident(c)) for c in _counts(plan)]
-    return (
-        exp.select(*names, *sums).from_(rows.subquery(ident(f"{HIDDEN_PREFIX}u"))).group_by(*[n.copy() for n in names])
-    )
+    keys = [_identity(n.copy(), n.name, textual) for n in names]
+    return exp.select(*values, *sums).from_(rows.subquery(ident(f"{HIDDEN_PREFIX}u"))).group_by(*keys)
 
 
-def build_select(plan: ViewPlan, versions: Mapping[str, int] | None) -> exp.Select:
+def build_select(
+    plan: ViewPlan, versions: Mapping[str, int] | None, types: Mapping[str, str] | None = None
+) -> exp.Select:
     """The storage at the pinned versions (None: the tables as they are, for their types): each
-    distinct output row with its copies per branch. The branches' types are widened by the UNION
-    ALL that combines them, as the model's set operation widens them."""
+    distinct output row with its copies per branch (`types`: the model's column types, `_textual`).
+    The branches' types are widened by the UNION ALL that combines them, as the model's set
+    operation widens them."""
     tagged = []
     for branch in _setops(plan).branches:
         sub = branch_plan(plan, branch)
@@ -105,7 +139,7 @@ def build_select(plan: ViewPlan, versions: Mapping[str, int] | None) -> exp.Sele
         }
         rows = substitute(_projected(sub.query, _names(plan), {}), rels)
         tagged.append(_tagged(rows, plan, branch.index, lit(1)))
-    return _summed(union_all(tagged), plan)
+    return _summed(union_all(tagged), plan, _textual(plan, types))
 
 
 def delta_select(
@@ -126,7 +160,7 @@ def delta_select(
             tagged.append(_tagged(term, plan, branch.index, col(DELTA_COLUMN)))
     if not tagged:
         return None
-    summed = _summed(union_all(tagged), plan)
+    summed = _summed(union_all(tagged), plan, _textual(plan, types))
     changed = [exp.NEQ(this=exp.Sum(this=col(c)), expression=lit(0)) for c in _counts(plan)]
     return summed.having(exp.or_(*changed))
 
@@ -185,10 +219,12 @@ def view_select(plan: ViewPlan, backing: TableName, types: Mapping[str, str] | N
     return select
 
 
-def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
-    """Add each branch's count change, matching every output column NULL-safe: delete a row when
-    every count reaches 0, else update; insert a new row. A count that would go negative is
-    corrupt state, loudly."""
+def merge_statement(
+    plan: ViewPlan, backing: TableName, delta: str, types: Mapping[str, str] | None = None
+) -> exp.Merge:
+    """Add each branch's count change, matching every output column NULL-safe (a `_textual` one by
+    its text): delete a row when every count reaches 0, else update; insert a new row. A count that
+    would go negative is corrupt state, loudly."""
     t, s = "t", "s"
     corrupt = (
         f"fast_mv {backing}: a change removes copies of a row that a branch of the view does not hold; "
@@ -223,7 +259,13 @@ def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge
     ]
     target = backing.to_table()
     target.set("alias", exp.TableAlias(this=ident(t)))
-    on = exp.and_(*[exp.NullSafeEQ(this=col(n, t), expression=col(n, s)) for n in names])
+    textual = _textual(plan, types)
+    on = exp.and_(
+        *[
+            exp.NullSafeEQ(this=_identity(col(n, t), n, textual), expression=_identity(col(n, s), n, textual))
+            for n in names
+        ]
+    )
     return exp.Merge(this=target, using=temp_table(delta).as_(s), on=on, whens=exp.Whens(expressions=whens))
 
 
@@ -235,8 +277,10 @@ class SetOperationRules:
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # every branch's terms read them
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
-        return build_select(plan, versions)
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
+        return build_select(plan, versions, types)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
         model = describe(exp.select("*").from_(plan.model_query.subquery(ident(f"{HIDDEN_PREFIX}m"))))
@@ -254,9 +298,8 @@ class SetOperationRules:
         rows = int(refresh.query(sql(exp.select(exp.Count(this=exp.Star()).as_("n")).from_(temp_table(name))))[0]["n"])
         if rows == 0:
             return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, "the branches' changes cancel")
-        return Write(
-            WritePath.MERGE, merge_statement(plan, refresh.backing, name), detail=f"{rows} rows' counts changed"
-        )
+        merge = merge_statement(plan, refresh.backing, name, refresh.output_types)
+        return Write(WritePath.MERGE, merge, detail=f"{rows} rows' counts changed")
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         lines = []

@@ -11,33 +11,22 @@ the change touches, the partition keys of the rows the change adds to or removes
 windows' FROM and WHERE (the telescoping change terms of `changes.delta_terms`, netted per row:
 a row whose copies cancel touches nothing). Each is recomputed from the sources at the pinned
 versions, its stored rows are subtracted, and one MERGE applies the difference: rows that did
-not change are not rewritten. A view whose windows share no PARTITION BY expression is one
-partition: every change recomputes all of it.
+not change are not rewritten (`by_key`, shared with semi-join views). A view whose windows share
+no PARTITION BY expression is one partition: every change recomputes all of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from sqlglot import exp
 
-from dbt_ivm.classes.changes import delta_terms
-from dbt_ivm.classes.joins import count_clauses, narrowing, repeated_rows
-from dbt_ivm.classes.relations import Narrowing, copies, snapshot_relation, substitute, union_all
+from dbt_ivm.classes import by_key
+from dbt_ivm.classes.joins import narrowing, repeated_rows
+from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
-from dbt_ivm.ir import (
-    COUNT_COLUMN,
-    DELTA_COLUMN,
-    HIDDEN_PREFIX,
-    RID_COLUMN,
-    TableName,
-    ViewPlan,
-    Windows,
-    partition_column,
-)
-from dbt_ivm.render import cache_as, col, empty_commit, func, ident, lit, sql, temp_table
-
-TOUCHED = f"{HIDDEN_PREFIX}t"  # the alias of the touched partitions' keys
+from dbt_ivm.ir import COUNT_COLUMN, HIDDEN_PREFIX, Source, TableName, ViewPlan, Windows, partition_column
+from dbt_ivm.render import cache_as, col, empty_commit, ident, sql, temp_table
 
 
 def _windows(plan: ViewPlan) -> Windows:
@@ -57,16 +46,6 @@ def stored_columns(plan: ViewPlan) -> list[str]:
 def _with_keys(select: exp.Select, plan: ViewPlan) -> exp.Select:
     keys = [p.copy().as_(ident(k)) for p, k in zip(_windows(plan).partition_by, _keys(plan), strict=True)]
     return select.select(*keys, copy=False)
-
-
-def _counted(rows: exp.Query, plan: ViewPlan, measure: exp.Expr, name: str) -> exp.Select:
-    """One row per distinct stored row of `rows`, with `measure` as `name`."""
-    cols = [col(c) for c in stored_columns(plan)]
-    return (
-        exp.select(*cols, measure.as_(ident(name)))
-        .from_(rows.subquery(ident(f"{HIDDEN_PREFIX}v")))
-        .group_by(*[c.copy() for c in cols])
-    )
 
 
 def stored_filter(plan: ViewPlan) -> exp.Expr | None:
@@ -90,7 +69,7 @@ def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = Non
     rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
     select = _with_keys(substitute(_windows(plan).select, rels), plan)
     if touched is not None and _keys(plan):
-        select.append("joins", _semi_join(touched, list(_windows(plan).partition_by), plan))
+        select.append("joins", by_key.semi_join(touched, _windows(plan).partition_by, _keys(plan)))
     kept = stored_filter(plan)
     if kept is None:
         return select
@@ -102,17 +81,9 @@ def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = Non
     )
 
 
-def _semi_join(touched: str, keys: Sequence[exp.Expr], plan: ViewPlan) -> exp.Join:
-    """`LEFT SEMI JOIN touched ON key_i <=> touched.__ivm_p_i …`: NULL keys match NULL keys."""
-    on = exp.and_(
-        *[exp.NullSafeEQ(this=k.copy(), expression=col(c, TOUCHED)) for k, c in zip(keys, _keys(plan), strict=True)]
-    )
-    return exp.Join(this=temp_table(touched).as_(TOUCHED), side="LEFT", kind="SEMI", on=on)
-
-
 def build_select(plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
     """The storage at the pinned versions: each distinct row with its partition keys and count."""
-    return _counted(_rows(plan, versions), plan, exp.Count(this=exp.Star()), COUNT_COLUMN)
+    return by_key.counted(_rows(plan, versions), stored_columns(plan), exp.Count(this=exp.Star()), COUNT_COLUMN)
 
 
 def touched_select(
@@ -128,63 +99,30 @@ def touched_select(
     `narrow`: see `joins.narrowing`. None when no source moved."""
     windows = _windows(plan)
     values = [p.copy().as_(ident(k)) for p, k in zip(windows.partition_by, _keys(plan), strict=True)]
-    row: list[exp.Expr] = []
-    for s in plan.sources:
-        row.append(col(RID_COLUMN, s.alias).as_(ident(s.rid)))
-        row += [
-            _groupable(col(name, s.alias), t).as_(ident(f"{HIDDEN_PREFIX}c_{s.index}_{j}"))
-            for j, (name, t) in enumerate(s.columns)
-        ]
+    row = by_key.row_columns(plan.sources, _rid)
     query = windows.select.copy()
     query.set("expressions", [*values, *row])
-    terms = [term for _, term in delta_terms(plan, query, old, new, staged, narrow=narrow)]
-    if not terms:
-        return None
     names = [v.alias for v in values] + [r.alias for r in row]
-    total = exp.Sum(this=col(DELTA_COLUMN))
-    net = (
-        exp.select(*[col(n) for n in names])
-        .from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}c")))
-        .group_by(*[col(n) for n in names])
-        .having(exp.NEQ(this=total, expression=lit(0)))
-    )
+    net = by_key.net_rows(plan, query, names, old, new, staged, narrow)
+    if net is None:
+        return None
     keys: list[exp.Expr] = [col(k) for k in _keys(plan)] or [exp.true().as_(ident(f"{HIDDEN_PREFIX}all"))]
     return exp.select(*keys).distinct().from_(net.subquery(ident(f"{HIDDEN_PREFIX}n")))
 
 
-def _groupable(value: exp.Expr, spark_type: str) -> exp.Expr:
-    """A source column as a grouping key: a map as its JSON text (maps cannot be grouped)."""
-    return func("to_json", value) if spark_type.lower().startswith("map") else value
+def _rid(source: Source) -> str:
+    return source.rid
 
 
 def delta_select(plan: ViewPlan, backing: TableName, new: Mapping[str, int], touched: str) -> exp.Select:
     """The touched partitions' rows recomputed at `new` (+count) and as stored (-count), summed
-    per stored row: the rows whose multiplicity changes, by how much."""
-    recomputed = _counted(_rows(plan, new, touched), plan, exp.Count(this=exp.Star()), DELTA_COLUMN)
-    stored = exp.select(*[col(c) for c in stored_columns(plan)], exp.Neg(this=col(COUNT_COLUMN)).as_(DELTA_COLUMN))
-    stored = stored.from_(backing.to_table().as_(f"{HIDDEN_PREFIX}s"))
-    if _keys(plan):
-        keys = [col(k, f"{HIDDEN_PREFIX}s") for k in _keys(plan)]
-        stored.append("joins", _semi_join(touched, keys, plan))
-    total = exp.Sum(this=col(DELTA_COLUMN))
-    summed = _counted(union_all([recomputed, stored]), plan, total, DELTA_COLUMN)
-    return summed.having(exp.NEQ(this=total.copy(), expression=lit(0)))
+    per stored row: the rows whose multiplicity changes, by how much (`by_key.delta_select`)."""
+    return by_key.delta_select(_rows(plan, new, touched), stored_columns(plan), _keys(plan), backing, touched)
 
 
 def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
-    """Apply the changed multiplicities, matching every stored column NULL-safe: delete at 0,
-    update, insert; a count that would go negative is corrupt state, loudly."""
-    t, s = "t", "s"
-    corrupt = (
-        f"fast_mv {backing}: the recomputed partitions remove rows the view does not hold; "
-        "its stored state is inconsistent: run dbt with --full-refresh for this model"
-    )
-    cols = stored_columns(plan)
-    whens = count_clauses(cols, corrupt, t, s)
-    target = backing.to_table()
-    target.set("alias", exp.TableAlias(this=ident(t)))
-    on = exp.and_(*[exp.NullSafeEQ(this=col(c, t), expression=col(c, s)) for c in cols])
-    return exp.Merge(this=target, using=temp_table(delta).as_(s), on=on, whens=exp.Whens(expressions=whens))
+    """Apply the changed multiplicities (`by_key.merge_statement`)."""
+    return by_key.merge_statement(stored_columns(plan), backing, delta, "partitions")
 
 
 def view_select(plan: ViewPlan, backing: TableName) -> exp.Select:
@@ -207,7 +145,9 @@ class WindowRules:
     def stages_changes(self, plan: ViewPlan) -> bool:
         return True  # the change terms read them
 
-    def build_select(self, plan: ViewPlan, versions: Mapping[str, int]) -> exp.Select:
+    def build_select(
+        self, plan: ViewPlan, versions: Mapping[str, int], types: Mapping[str, str] | None = None
+    ) -> exp.Select:
         return build_select(plan, versions)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
@@ -226,19 +166,8 @@ class WindowRules:
         detail = f"{count} partition{'s' * (count != 1)} recomputed" if _keys(plan) else "the one partition recomputed"
         if count == 0:
             return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, "no partition touched")
-        delta = refresh.temp("delta")
-        refresh.run(cache_as(delta, delta_select(plan, refresh.backing, refresh.new, parts)))
-        inserted, deleted = copies()
-        stats = exp.select(
-            exp.Count(this=exp.Star()).as_("n"),
-            func("coalesce", exp.Sum(this=inserted), lit(0)).as_("inserted"),
-            func("coalesce", exp.Sum(this=deleted), lit(0)).as_("deleted"),
-        ).from_(temp_table(delta))
-        row = refresh.query(sql(stats))[0]
-        if int(row["n"]) == 0:
-            return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, detail)
-        merge = merge_statement(plan, refresh.backing, delta)
-        return Write(WritePath.MERGE, merge, int(row["inserted"]), int(row["deleted"]), detail)
+        delta = delta_select(plan, refresh.backing, refresh.new, parts)
+        return by_key.apply_difference(refresh, delta, stored_columns(plan), "partitions", detail)
 
     def explain_steps(self, plan: ViewPlan) -> list[str]:
         windows = _windows(plan)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from dbt_ivm import batch, catalog
-from dbt_ivm.commit import commit_metadata
+from dbt_ivm.commit import commit_metadata, session_confs
+from dbt_ivm.configuration import Configuration
 from dbt_ivm.ir import TableName
 from dbt_ivm.metadata import Watermark
+from dbt_ivm.reconfigure import recording
+from dbt_ivm.session_lock import SESSION_LOCK
 
 INTERNAL = "spark.sql.legacy.sizeOfNull"  # a meaning setting `SET -v` does not list
 
@@ -146,3 +149,20 @@ def test_a_write_is_sent_alone_without_scripts_or_with_a_value_a_literal_cannot_
             "RESET spark.databricks.delta.write.txnAppId",
             "RESET spark.databricks.delta.write.txnVersion",
         ]
+
+
+def test_session_confs_hold_the_session_and_are_reset_after_a_failed_block():
+    """`commit.session_confs`, the window `commit_metadata` and `reconfigure.recording` share."""
+    db = Server()
+    with pytest.raises(RuntimeError, match="the write"), session_confs(db, {"a.b": "1", "c.d": "x y"}):
+        assert SESSION_LOCK._owner is not None  # exclusively: no other thread's statement runs
+        db.execute("MERGE INTO x")
+        raise RuntimeError("the write")
+    assert SESSION_LOCK._owner is None
+    assert db.sent == ["SET a.b=1", "SET c.d=x y", "MERGE INTO x", "RESET a.b", "RESET c.d"]
+    recorded = Server()
+    with recording(recorded, Configuration(partition_by=("p",))):
+        recorded.execute("INSERT INTO x")
+    [setting, write, reset] = recorded.sent
+    assert setting.startswith("SET spark.databricks.delta.commitInfo.userMetadata=") and '"p"' in setting
+    assert (write, reset) == ("INSERT INTO x", "RESET spark.databricks.delta.commitInfo.userMetadata")

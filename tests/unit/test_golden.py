@@ -31,6 +31,7 @@ from tests.unit.views import (
     SELF,
     SEMI,
     SETOPS,
+    SIGNED,
     WINDOW_SCHEMA,
 )
 
@@ -98,6 +99,10 @@ CASES = {
         {"id": "int", "name": "string"},
     ),
     "merge_setops": lambda: setops.merge_statement(analyze(SETOPS, OUTER_SCHEMA), BACKING, "__ivm_delta_x"),
+    "build_setops_signed": lambda: setops.build_select(analyze(SIGNED, SCHEMA), NEW, {"id": "int", "amt": "double"}),
+    "merge_setops_signed": lambda: setops.merge_statement(
+        analyze(SIGNED, SCHEMA), BACKING, "__ivm_delta_x", {"id": "int", "amt": "double"}
+    ),
     "view_setops_nested": lambda: setops.view_select(analyze(NESTED_SETOPS, OUTER_SCHEMA), BACKING, {"cust": "bigint"}),
     "recompute": lambda: consistency.consistency_sql(BACKING, consistency.pin_versions(JOIN, {"db.o": 3, "db.c": 5})),
     "recompute_float_columns": lambda: consistency.consistency_sql(

@@ -157,6 +157,36 @@ def test_refused_by_name(sql, message):
         analyze(sql, OUTER_SCHEMA)
 
 
+def test_a_test_over_a_window_or_aggregate_relation_is_refused_as_such():
+    """Not as a FROM subquery that could not be merged: the message names the test and the
+    relation, and says to chain two models."""
+    windowed = (
+        "with w as (select id, cust, row_number() over (partition by cust order by id) rn from db.o) "
+        "select * from w where cust in (select cid from db.c)"
+    )
+    with pytest.raises(UnsupportedView) as refused:
+        analyze(windowed, SCHEMA)
+    assert str(refused.value) == (
+        "fast_mv cannot maintain this model: a subquery predicate (`w`.`cust` IN (SELECT `c`.`cid` AS `cid` FROM "
+        "`db`.`c` AS `c`)) over 'w', a CTE or derived table that computes windows at line 1, column 118; split it "
+        "into two fast_mv models, chained: the query of 'w' in one, and in a second that reads the first with ref() "
+        "the query that tests its rows (a fast_mv can read another fast_mv: README, Chains), or use "
+        "materialized='table'"
+    )
+    aggregated = [
+        "with g as (select cust, count(*) n from db.o group by cust) "
+        "select * from g where cust in (select cid from db.c)",
+        "select * from (select distinct cust from db.o) g where exists (select 1 from db.c where cid = g.cust)",
+        "select g.* from (select cust, max(id) m from db.o group by cust) g join db.c on cid = g.cust "
+        "where cust not in (select cid from db.c)",
+    ]
+    for sql in aggregated:
+        with pytest.raises(UnsupportedView, match="over 'g', a CTE or derived table that aggregates its rows"):
+            analyze(sql, SCHEMA)
+    merged = analyze("select * from (select id, cust from db.o) g where cust in (select cid from db.c)", SCHEMA)
+    assert merged.view_class is ViewClass.SEMI_JOIN  # a relation merged into the query is no such relation
+
+
 def test_explain_names_the_keys_and_what_each_source_touches():
     text = explain(SEMI, OUTER_SCHEMA)
     assert "class: semi-join" in text

@@ -11,7 +11,8 @@ from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.explain import explain
 from dbt_ivm.ir import Role, ViewClass
 from dbt_ivm.render import col
-from tests.unit.views import NESTED_SETOPS, OUTER_SCHEMA, SETOPS
+from dbt_ivm.verbatim import DIALECT
+from tests.unit.views import BACKING, NESTED_SETOPS, OUTER_SCHEMA, SCHEMA, SETOPS, SIGNED
 
 
 def _multiplicity(sql: str) -> str:
@@ -76,6 +77,30 @@ def test_a_changed_definition_changes_the_hash():
     one = analyze("select cust from db.o union select cid from db.c", OUTER_SCHEMA)
     other = analyze("select cust from db.o union all select cid from db.c", OUTER_SCHEMA)
     assert one.definition_hash != other.definition_hash
+
+
+def test_a_union_all_tells_minus_zero_from_zero_by_text_and_every_other_set_operation_as_spark():
+    """Spark groups and compares -0.0 as 0.0: where the view keeps every row (UNION ALL of plain
+    branches), a floating-point column is grouped and matched by its text, its value carried."""
+    types = {"id": "int", "amt": "double"}
+    bag = analyze(SIGNED, SCHEMA)
+    build = setops.build_select(bag, {"db.o": 1, "db.c": 1}, types).sql(dialect=DIALECT)
+    assert "ANY_VALUE(`amt`) AS `amt`" in build and build.endswith("GROUP BY `id`, CAST(`amt` AS STRING)")
+    delta = setops.delta_select(bag, {"db.o": 1, "db.c": 1}, {"db.o": 2, "db.c": 1}, {0: "chg"}, types)
+    assert delta is not None and "GROUP BY `id`, CAST(`amt` AS STRING) HAVING" in delta.sql(dialect=DIALECT)
+    merge = setops.merge_statement(bag, BACKING, "d", types).sql(dialect=DIALECT)
+    assert "AND CAST(`t`.`amt` AS STRING) IS NOT DISTINCT FROM CAST(`s`.`amt` AS STRING) WHEN" in merge
+    compared = [
+        SIGNED.replace("union all", "union"),
+        SIGNED.replace("select id", "select distinct id"),
+        SIGNED + " intersect all select id, amt from db.o",
+    ]
+    for sql in compared:
+        plan = analyze(sql, SCHEMA)
+        built = setops.build_select(plan, {"db.o": 1, "db.c": 1}, types).sql(dialect=DIALECT)
+        assert "CAST(`amt` AS STRING)" not in built and "ANY_VALUE" not in built, sql
+        assert "AS STRING" not in setops.merge_statement(plan, BACKING, "d", types).sql(dialect=DIALECT)
+    assert "CAST" not in setops.build_select(bag, {"db.o": 1, "db.c": 1}).sql(dialect=DIALECT)  # no types: none
 
 
 def test_explain_names_each_branch_and_the_multiplicity():

@@ -53,3 +53,5 @@ NESTED_SETOPS = (
     "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
     "union all select id from db.o intersect select rid from db.r"
 )
+# A UNION ALL with a DOUBLE column: its storage tells -0.0 from 0.0 (`classes.setops._textual`).
+SIGNED = "select id, amt from db.o union all select cid, cid * 0.5 as half from db.c"

@@ -72,6 +72,69 @@ def engine_errors() -> Iterator[None]:
         raise
 
 
+def engine_options(
+    unique_key: Any = None,
+    deterministic_functions: Any = None,
+    refresh_policy: Any = None,
+    cluster_by: Any = None,
+    change_feed: Any = False,
+    storage: Any = None,
+    empty: Any = False,
+    enable_change_feed: Any = False,
+    on_configuration_change: Any = None,
+    docs: Any = None,
+) -> dict[str, Any]:
+    """The model's configs, as dbt gives them, as `maintain.materialize`'s keyword arguments; a
+    config the engine refuses raises its error here, before any SQL runs.
+
+    `unique_key` (the model config): output columns the user declares unique; appends then
+    skip the probe of the stored rows. `deterministic_functions` (the model config; one name or a
+    list): functions that are not Spark built-ins (UDFs) the user declares deterministic.
+    `refresh_policy` (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
+    `cluster_by` (the model config): output columns the stored rows are laid out by, so a
+    refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
+    `change_feed`: another fast_mv reads this one (the dbt graph says so), so its storage keeps
+    a change data feed.
+    `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
+    `tblproperties`, `partition_by`, `liquid_clustered_by`, `location_root`; see `dbt_ivm.storage`).
+    `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
+    `enable_change_feed` (the model config): turn on the change data feed of a Delta source
+    that has none, before the first build reads it.
+    `on_configuration_change` (the model config, text or dbt's enum; see `dbt_ivm.reconfigure`).
+    `docs`: the comments persist_docs puts on the view (`{'relation': …, 'columns': {…}}`).
+    """
+    functions = deterministic_functions
+    return {
+        "unique_key": unique_key,
+        "functions": [functions] if isinstance(functions, str) else list(functions or []),
+        "refresh_policy": refresh_policy,
+        "cluster_by": cluster_by,
+        "change_feed": bool(change_feed),
+        "storage": Storage(**(storage or {})),
+        "empty": bool(empty),
+        "enable_change_feed": bool(enable_change_feed),
+        "on_change": on_change(getattr(on_configuration_change, "value", on_configuration_change)),
+        "docs": Docs((docs or {}).get("relation"), dict((docs or {}).get("columns") or {})),
+    }
+
+
+def macro_result(outcome: maintain.Outcome) -> dict[str, Any]:
+    """What the fast_mv macro reads of a build or refresh."""
+    return {
+        "action": outcome.action,
+        "message": outcome.message,
+        "inserted": outcome.inserted,
+        "deleted": outcome.deleted,
+        "warnings": list(outcome.warnings),
+        "config_change": outcome.config_change,
+    }
+
+
+def refused_change(e: ConfigurationChanged) -> dict[str, Any]:
+    """The answer when `on_configuration_change: fail` found changes: nothing was written."""
+    return {"action": "failed", "message": str(e), "warnings": [], "config_change": "fail"}
+
+
 class IvmSparkAdapter(SparkAdapter):
     ConnectionManager = IvmSparkConnectionManager
 
@@ -88,50 +151,14 @@ class IvmSparkAdapter(SparkAdapter):
 
     @available
     def fast_mv_materialize(
-        self,
-        relation: Any,
-        sql: str,
-        full_refresh: bool = False,
-        unique_key: Any = None,
-        deterministic_functions: Any = None,
-        refresh_policy: Any = None,
-        cluster_by: Any = None,
-        change_feed: bool = False,
-        storage: Any = None,
-        empty: Any = False,
-        enable_change_feed: Any = False,
-        on_configuration_change: Any = None,
-        docs: Any = None,
+        self, relation: Any, sql: str, full_refresh: bool = False, **configs: Any
     ) -> dict[str, Any]:
-        """Build or refresh the fast_mv `relation` from the model's compiled `sql`.
-
-        `unique_key` (the model config): output columns the user declares unique; appends then
-        skip the probe of the stored rows. `deterministic_functions` (the model config): functions
-        that are not Spark built-ins (UDFs) the user declares deterministic. `refresh_policy`
-        (the model config): auto (default), incremental or full (see `dbt_ivm.policy`).
-        `cluster_by` (the model config): output columns the stored rows are laid out by, so a
-        refresh whose changes are local in them reads few files (see `dbt_ivm.layout`).
-        `change_feed`: another fast_mv reads this one (the dbt graph says so), so its storage keeps
-        a change data feed.
-        `storage`: the configs dbt-spark users write for a table's storage (`file_format`,
-        `tblproperties`, `partition_by`, `liquid_clustered_by`, `location_root`; see `dbt_ivm.storage`).
-        `empty`: dbt's `--empty` flag (see `Maintainer.materialize_empty`).
-        `enable_change_feed` (the model config): turn on the change data feed of a Delta source
-        that has none, before the first build reads it.
-        `on_configuration_change` (the model config; see `dbt_ivm.reconfigure`): a `fail` found
-        changes returns `config_change: 'fail'` with nothing written, a `continue`
-        `config_change: 'continue'`; the macro says it as dbt does.
-        `docs`: the comments persist_docs puts on the view (`{'relation': …, 'columns': {…}}`).
-        """
-        functions = (
-            [deterministic_functions]
-            if isinstance(deterministic_functions, str)
-            else (list(deterministic_functions or []))
-        )
+        """Build or refresh the fast_mv `relation` from the model's compiled `sql`; `configs`: the
+        model's configs as the macro passes them (`engine_options`). The outcome as the macro reads
+        it (`macro_result`); an `on_configuration_change: fail` that found changes writes nothing
+        and answers `config_change: 'fail'` (`refused_change`): the macro says it as dbt does."""
         with engine_errors():
-            configs = Storage(**(storage or {}))
-            mode = on_change(getattr(on_configuration_change, "value", on_configuration_change))
-            comments = Docs((docs or {}).get("relation"), dict((docs or {}).get("columns") or {}))
+            options = engine_options(**configs)
             try:
                 outcome = maintain.materialize(
                     _ConnectionDatabase(self),
@@ -139,28 +166,12 @@ class IvmSparkAdapter(SparkAdapter):
                     sql,
                     full_refresh=full_refresh,
                     log=logger.info,
-                    unique_key=unique_key,
-                    functions=functions,
-                    refresh_policy=refresh_policy,
-                    cluster_by=cluster_by,
-                    change_feed=bool(change_feed),
-                    storage=configs,
-                    empty=bool(empty),
-                    enable_change_feed=bool(enable_change_feed),
-                    on_change=mode,
-                    docs=comments,
+                    **options,
                 )
             except ConfigurationChanged as e:  # nothing was written
                 logger.info(str(e))
-                return {"action": "failed", "message": str(e), "warnings": [], "config_change": "fail"}
-        return {
-            "action": outcome.action,
-            "message": outcome.message,
-            "inserted": outcome.inserted,
-            "deleted": outcome.deleted,
-            "warnings": list(outcome.warnings),
-            "config_change": outcome.config_change,
-        }
+                return refused_change(e)
+        return macro_result(outcome)
 
     @available
     def fast_mv_consistency_sql(self, relation: Any) -> str:

@@ -317,15 +317,16 @@ TPCDI_MODELS = {
         "d.is_current as customer_current from {{ ref('trades_dedup') }} t join {{ ref('dim_customer') }} d "
         "on t.customer_id = d.customer_id and t.trade_ts between d.eff_ts and d.end_ts"
     ),
-    # the report: calculated columns over the aggregate's (a ratio that may divide by 0, a CASE)
+    # the report: calculated columns over the aggregate's (a ratio that may divide by 0, a CASE),
+    # GROUP BY ALL, and an ORDER BY that the view ref() reads keeps
     "tier_report": (
         "with g as (select tier, count(*) as trades, sum(amount) as volume, sum(qty) as shares, "
         "count(distinct customer_id) as customers, max(trade_ts) as last_trade from {{ ref('fact_trade') }} "
-        "group by tier) "
+        "group by all) "
         "select coalesce(tier, 'none') as tier, trades, volume, volume / shares as avg_price, "
         "round(volume / customers, 2) as per_customer, "
         "case when trades >= 3 then 'active' when trades = 2 then 'some' else 'quiet' end as activity, last_trade "
-        "from g where trades > 0"
+        "from g where trades > 0 order by trades desc, tier"
     ),
 }
 # Each round: new versions (an SCD change ends the current one), a correction in place, a version

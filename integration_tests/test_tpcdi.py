@@ -54,3 +54,4 @@ class TestTpcdi:
             assert_tests_pass(len(TPCDI_MODELS))
         rows = spark.sql(f"select tier, trades, activity from {schema}.tier_report").collect()
         assert {r["tier"] for r in rows} >= {"gold", "platinum"}, rows
+        assert [(-r["trades"], r["tier"]) for r in rows] == sorted((-r["trades"], r["tier"]) for r in rows), rows

@@ -266,14 +266,15 @@ class Stored:
     configured: Configuration | None = None  # the configuration last recorded (`configuration.recorded`)
 
 
-def read_stored(db: Database, backing: TableName) -> Stored:
+def read_stored(db: Database, backing: TableName, history: Sequence[Mapping[str, Any]] | None = None) -> Stored:
     """The storage's properties and watermark.
 
     Every commit fast_mv writes carries a watermark, so a commit after the newest one was
     written by someone else: an OPTIMIZE keeps the rows the watermark describes, a RESTORE, a
-    DELETE by hand or a schema change may not (`history.changed_since`)."""
+    DELETE by hand or a schema change may not (`history.changed_since`). `history`: its newest
+    VIEW_HISTORY_ROWS commits, when read already."""
     properties = view_properties(db, backing)
-    mark, rows = _watermark(db, backing)
+    mark, rows = _watermark(db, backing, history)
     latest = int(rows[0]["version"]) if rows else -1
     if mark is None or mark.commit_version is None:
         return Stored(properties, mark, latest, None, "")
@@ -367,10 +368,12 @@ def settings_changed(recorded: str | None, current: Mapping[str, str]) -> str:
     )
 
 
-def _watermark(db: Database, backing: TableName) -> tuple[Watermark | None, list[dict[str, Any]]]:
+def _watermark(
+    db: Database, backing: TableName, history: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[Watermark | None, list[dict[str, Any]]]:
     """The storage's newest watermark and the history rows read for it (newest first): the last
-    few commits, or all of them when none of those carries one."""
-    rows = recent_history(db, backing, VIEW_HISTORY_ROWS)
+    few commits (`history` when read already), or all of them when none of those carries one."""
+    rows = [dict(r) for r in history] if history is not None else recent_history(db, backing, VIEW_HISTORY_ROWS)
     mark = latest_watermark(rows)
     if mark is None and len(rows) == VIEW_HISTORY_ROWS:
         rows = db.query(f"DESCRIBE HISTORY {backing.sql()}")

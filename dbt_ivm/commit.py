@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dbt_ivm import batch, layout
-from dbt_ivm.catalog import Database, first_line, session_setting
+from dbt_ivm.catalog import VIEW_HISTORY_ROWS, Database, first_line, recent_history, session_setting
 from dbt_ivm.errors import LostHistory
 from dbt_ivm.history import commits_after
 from dbt_ivm.ir import TableName
@@ -138,6 +138,17 @@ def _batched(
         if unsettled:
             for statement in resets:
                 db.execute(statement)
+
+
+def landed(db: Database, backing: TableName, mark: Watermark) -> bool:
+    """The storage's newest watermark is `mark`: the write that records it committed, whatever
+    its statement answered (a statement of its script after the write failed, or the connection
+    was lost once the server had finished)."""
+    try:
+        committed = latest_watermark(recent_history(db, backing, VIEW_HISTORY_ROWS))
+    except Exception:  # the connection's error type varies; the write's own error is the one to raise
+        return False
+    return committed is not None and committed.encode() == mark.encode()
 
 
 # A change feed read across a schema change of the source that Delta cannot reconcile.

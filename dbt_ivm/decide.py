@@ -33,6 +33,7 @@ class Path(str, enum.Enum):
     NOTHING = "nothing"  # no source moved
     APPEND = "append"  # one INSERT of the new rows, read from the feeds (`ViewRules.append_statement`)
     REFRESH = "refresh"  # stage each moved source's net change, apply them in one write
+    ADVANCE = "advance"  # the moved sources' commits kept every row: record their versions, read nothing
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def decide(inspection: Inspection, full_refresh: bool = False) -> Decision:
         return _rebuild(i, reason, notices)
     if not i.moved:
         return Decision(Path.NOTHING, notices=notices, recreate_view=recreate)
+    if all(m.kept for m in i.moved.values()):
+        return Decision(Path.ADVANCE, notices=notices, recreate_view=recreate)
     notices += _replaced_notices(i)
     choice = None
     if i.policy is RefreshPolicy.AUTO:

@@ -115,6 +115,32 @@ def changed_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> 
     return total
 
 
+def keeps_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> bool:
+    """Every commit of versions start..end kept the table's rows as they were (`KEEPS_ROWS`: an
+    OPTIMIZE, a ZORDER, a REORG … PURGE, a property set), so its change feed over them is empty;
+    False when `history` misses one."""
+    commits = _commits(history, start, end)
+    return commits is not None and all(_operation(c) in KEEPS_ROWS for c in commits)
+
+
+def matched_several(commit: Mapping[str, Any]) -> bool:
+    """A MERGE in which some source row matched more than one target row (from its metrics):
+    every source row is either inserted or matches, so matches + inserts exceed the source rows."""
+    source = metric(commit, "numSourceRows")
+    matched = sum(metric(commit, m) or 0 for m in ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted"))
+    return source is not None and matched + (metric(commit, "numTargetRowsInserted") or 0) > source
+
+
+def written(commit: Mapping[str, Any], inserted: int | None, deleted: int | None) -> tuple[int, int]:
+    """(rows inserted, rows deleted) of a view by its write's `commit`: the class's counts where
+    it knows them, else the MERGE's metrics (an aggregate view's rows are its groups: a new group
+    is inserted, an emptied one deleted; an updated row counts as one deleted and one inserted)."""
+    added = inserted if inserted is not None else metric(commit, "numTargetRowsInserted") or 0
+    removed = deleted if deleted is not None else metric(commit, "numTargetRowsDeleted") or 0
+    updated = 0 if inserted is not None else metric(commit, "numTargetRowsUpdated") or 0
+    return added + updated, removed + updated
+
+
 def _appends(row: Mapping[str, Any], operation: str) -> bool:
     """A commit that only added rows: a blind append, or a WRITE in append mode (INSERT … SELECT)."""
     return _is_true(row.get("isBlindAppend")) or (operation == "WRITE" and _mode(row) == "append")

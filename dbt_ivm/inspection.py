@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -37,7 +37,7 @@ from dbt_ivm.catalog import (
     session_settings,
 )
 from dbt_ivm.classes import ViewRules, rules_for
-from dbt_ivm.history import appended_rows, changed_rows, replaced, rows_after
+from dbt_ivm.history import appended_rows, changed_rows, keeps_rows, replaced, rows_after
 from dbt_ivm.ir import Span, TableName, Upstream, ViewPlan
 from dbt_ivm.metadata import Watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
@@ -71,6 +71,16 @@ class Model:
 
 
 @dataclass(frozen=True)
+class Known:
+    """What `quick.check` read, for the full inspection to reuse instead of asking again."""
+
+    settings: Mapping[str, str] | None = None  # `session_settings`' answer
+    storage: Sequence[Mapping[str, Any]] | None = None  # the storage's newest commits
+    histories: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)  # a source's newest commits
+    pinned: Mapping[str, int] = field(default_factory=dict)  # sources shown still at the version consumed
+
+
+@dataclass(frozen=True)
 class Moved:
     """A source that moved since the view last consumed it, as its commits over the span tell."""
 
@@ -86,6 +96,11 @@ class Moved:
     def changed(self) -> int | None:
         """Its change rows over the span, when its commits' metrics say (`history.changed_rows`)."""
         return None if self.history is None else changed_rows(self.history, self.span.first, self.span.pinned)
+
+    @cached_property
+    def kept(self) -> bool:
+        """Every commit over the span kept the source's rows (`history.keeps_rows`)."""
+        return self.history is not None and keeps_rows(self.history, self.span.first, self.span.pinned)
 
     @cached_property
     def replaced(self) -> str:
@@ -142,8 +157,10 @@ class Inspection:
         return ", ".join(f"{key} {m.span}" for key, m in self.moved.items())
 
 
-def inspect(db: Database, model: Model) -> Inspection:
-    """Validate the sources and the model, pin every source's version, read the stored state."""
+def inspect(db: Database, model: Model, known: Known | None = None) -> Inspection:
+    """Validate the sources and the model, pin every source's version, read the stored state
+    (`known`: what `quick.check` read of it already)."""
+    known = known or Known()
     tree = parse(model.sql)  # once: the sources and the plan are read from the same tree
     infos = [describe_source(db, t) for t in source_tables(tree)]
     chained, off = checked_upstreams(db, infos)
@@ -165,10 +182,10 @@ def inspect(db: Database, model: Model) -> Inspection:
     versioned = plan.versioned
     catalog = catalog_entries(db, [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view])
     created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
-    answered = session_settings(db)
-    histories = {t.key: recent_history(db, versioned[t.key]) for t in plan.tables}
-    pinned = {key: int(rows[0]["version"]) for key, rows in histories.items()}
-    stored = read_stored(db, model.backing) if model.backing.key in catalog else None
+    answered = dict(known.settings) if known.settings is not None else session_settings(db)
+    histories = {t.key: _history(db, known, t.key, versioned[t.key]) for t in plan.tables}
+    pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
+    stored = read_stored(db, model.backing, known.storage) if model.backing.key in catalog else None
     started = time.time()
     moved = moved_sources(db, plan, pinned, histories, stored)
     sizes = _sizes(db, model, plan, stored, moved)
@@ -189,6 +206,13 @@ def inspect(db: Database, model: Model) -> Inspection:
         time.time() - started,
         scripts(answered),
     )
+
+
+def _history(db: Database, known: Known, key: str, table: TableName) -> History:
+    """A source's newest commits (none read where `quick.check` showed it at the version consumed)."""
+    if key in known.pinned:
+        return []
+    return list(known.histories[key]) if key in known.histories else recent_history(db, table)
 
 
 def _created(catalog: Mapping[str, CatalogEntry], table: TableName, upstream: Upstream | None) -> str:

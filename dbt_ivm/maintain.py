@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm import batch, layout, reconfigure, render
+from dbt_ivm import batch, layout, quick, reconfigure, render
 from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
@@ -32,16 +32,17 @@ from dbt_ivm.catalog import (
     FeedOff,
     describe_query,
     encode_settings,
+    first_line,
     recent_history,
 )
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
-from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides
+from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, landed, lost_history, lost_race, session_overrides
 from dbt_ivm.configuration import Configuration, Docs, OnChange, view_comments
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
 from dbt_ivm.empty import unlimited
 from dbt_ivm.errors import LostHistory, StateError
-from dbt_ivm.history import metric
-from dbt_ivm.inspection import Inspection, Model, inspect
+from dbt_ivm.history import matched_several, metric, written
+from dbt_ivm.inspection import Inspection, Known, Model, inspect
 from dbt_ivm.ir import TableName
 from dbt_ivm.metadata import (
     FORMAT_VERSION,
@@ -136,14 +137,18 @@ class Maintainer:
         self.statements.append(sql)
         self.db.execute(sent or sql)
 
-    def inspect(self) -> Inspection:
+    def inspect(self, known: Known | None = None) -> Inspection:
         """Validate sources and the model, pin every source's version, read the stored state."""
-        found = inspect(self.db, self.model)
+        found = inspect(self.db, self.model, known)
         self.auto_seconds = found.auto_seconds
         return found
 
     def materialize(self, full_refresh: bool = False) -> Outcome:
-        i = self._inspect_upstreams()
+        known = Known() if full_refresh else quick.check(self.db, self.model, self.change_feed, self.configuration)
+        if isinstance(known, quick.Unchanged):  # nothing to do, told in a few statements (`quick`)
+            self.warnings += reconfigure.docs_warnings(self.view, self.docs, known.columns)
+            return Outcome(Action.NO_CHANGES, "no changes", versions=dict(known.versions))
+        i = self._inspect_upstreams(known)
         self._layout(i)  # a bad partition_by fails every run, not only the next build
         decision = decide(i, full_refresh)
         self.warnings += reconfigure.docs_warnings(self.view, self.docs, [o.name for o in i.plan.outputs])
@@ -174,13 +179,16 @@ class Maintainer:
         user_view = render.ordered(i.rules.user_view(i.plan, self.backing, self._describe), i.plan.order)
         self.run(render.sql(view_comments(render.create_view(self.view, user_view), self.docs)))
 
-    def _inspect_upstreams(self) -> Inspection:
+    def _quick(self, i: Inspection, built: bool) -> dict[str, Any] | None:
+        return quick.record(i, self.change_feed, self.configuration, built)
+
+    def _inspect_upstreams(self, known: Known | None = None) -> Inspection:
         """`inspect`, turning on the change data feed of each upstream fast_mv's storage that has
         none (and, with `enable_change_feed`, of each Delta source): one commit that keeps every
         row, after which this view reads its changes (it builds at a version after it, so no
         change goes unread; a refresh over versions without a feed finds its history lost)."""
         try:
-            return self.inspect()
+            return self.inspect(known)
         except FeedOff as e:
             for table in e.tables:
                 self.log(
@@ -219,8 +227,17 @@ class Maintainer:
         config = ((i.stored and i.stored.configured) or self.configuration).encode()  # an alter records a new one
         token, sizes = i.mark.token + 1, i.sizes or {}
         mark = Watermark(
-            dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=config
+            dict(i.pinned),
+            i.plan.definition_hash,
+            i.created,
+            token,
+            self.run_id,
+            rows=sizes,
+            config=config,
+            quick=self._quick(i, built=False),
         )
+        if decision.path is Path.ADVANCE:
+            return self._advance(i, mark)
         if decision.path is Path.APPEND:
             outcome = self._append(i, mark, decision.appended)
             if outcome is not None:
@@ -261,7 +278,10 @@ class Maintainer:
         token = max(time.time_ns() // 1000, (previous.token + 1) if previous else 0)
         sizes = {**i.sizes, self.backing.key: 0} if i.sizes is not None else {}
         cfg = self.configuration.encode()
-        mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg)
+        fast = self._quick(i, built=True)
+        mark = Watermark(
+            dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg, quick=fast
+        )
         types = layout.stored_types(i.plan, i.output_types)
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned, i.output_types), i.cluster_by, types)
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
@@ -269,7 +289,7 @@ class Maintainer:
         self._move(i)
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
-            self._write(render.sql(create), i)
+            self._write(render.sql(create), i, mark=mark)
         self._verify(mark)
         found = i.catalog.get(self.view.key)  # as `inspect` saw it
         if found and found.kind != "VIEW" and not self.view_created:
@@ -353,11 +373,11 @@ class Maintainer:
             mark = replace(mark, highs=write.highs)
             self.before_commit()
             with commit_metadata(self.db, mark, self.backing, self.run, i.scripts, releases) as committing:
-                self._write(render.sql(write.statement), i, committing)
+                self._write(render.sql(write.statement), i, committing, mark)
         commit = self._verify(mark)
-        if write.check_repeats and _matched_several(commit):
+        if write.check_repeats and matched_several(commit):
             self._repair_repeated_rows(i, mark)
-        inserted, deleted = (0, 0) if write.path is WritePath.EMPTY else _written(write, commit)
+        inserted, deleted = (0, 0) if write.path is WritePath.EMPTY else written(commit, write.inserted, write.deleted)
         if inserted == deleted == 0:  # e.g. an aggregate whose group deltas all cancel
             return self._outcome(i, Action.NO_CHANGES, f"no net changes from {i.ranges}")
         message = f"refreshed: +{inserted}/-{deleted} rows from {i.ranges}"
@@ -381,7 +401,10 @@ class Maintainer:
             yield temp, releases
         finally:
             for statement in [batch.script(releases)] if scripts and releases else releases:
-                self.db.execute(statement)
+                try:
+                    self.db.execute(statement)
+                except Exception as e:  # a temporary view outlives this run's session at worst
+                    self.log(f"fast_mv {self.view}: releasing the refresh's cached changes failed: {first_line(e)}")
 
     def _apply(self, i: Inspection, refresh: Refresh, flush: Callable[[], None]) -> Write:
         """The class's write; `flush` sends the statements it left deferred (`batch.Deferred`)."""
@@ -422,6 +445,18 @@ class Maintainer:
             "unique_key from the model config"
         )
 
+    def _advance(self, i: Inspection, mark: Watermark) -> Outcome:
+        """The moved sources' commits kept every row (`Moved.kept`): nothing is read, and the
+        watermark moves to the pinned versions in an empty commit."""
+        assert i.stored is not None and i.mark is not None
+        self.log(f"fast_mv {self.view}: {i.ranges} changed no row (OPTIMIZE, REORG or the like): recording them")
+        mark = replace(mark, highs=i.mark.highs if i.mark.commit_version == i.stored.latest else None)
+        self.before_commit()
+        with commit_metadata(self.db, mark, self.backing, self.run, i.scripts) as committing:
+            self._write(render.sql(render.empty_commit(self.backing)), i, committing, mark)
+        self._verify(mark)
+        return self._outcome(i, Action.NO_CHANGES, f"no row changed in {i.ranges}")
+
     # -- append ----------------------------------------------------------------------
 
     def _append(self, i: Inspection, mark: Watermark, appended: int) -> Outcome | None:
@@ -448,7 +483,7 @@ class Maintainer:
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing, self.run, i.scripts) as committing:
             try:
-                self._write(render.sql(insert), i, committing)
+                self._write(render.sql(insert), i, committing, mark)
             except Exception as e:  # the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
@@ -483,9 +518,13 @@ class Maintainer:
     def _describe(self, query: Any) -> dict[str, str]:
         return describe_query(self.db, query)
 
-    def _write(self, statement: str, i: Inspection, run: Callable[[str], None] | None = None) -> None:
+    def _write(
+        self, statement: str, i: Inspection, run: Callable[[str], None] | None = None, mark: Watermark | None = None
+    ) -> None:
         """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
-        another writer fails loudly."""
+        another writer fails loudly. A write that fails after its commit landed (a statement of
+        its script after the MERGE, a connection lost once the server finished) stands when the
+        storage's newest watermark is `mark`, this run's."""
         try:
             (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies
@@ -493,7 +532,12 @@ class Maintainer:
                 read = i.stored.latest if i.stored else None
                 later = [] if read is None else recent_history(self.db, self.backing, VIEW_HISTORY_ROWS)
                 raise StateError(lost_race(self.view, self.backing, later, read, e)) from e
-            raise
+            if mark is None or not landed(self.db, self.backing, mark):
+                raise
+            self.log(
+                f"fast_mv {self.view}: the write reported an error after its commit landed ({first_line(e)}); "
+                f"{self.backing}'s newest commit carries this run's watermark, so the write stands"
+            )
 
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
         """The history row of this run's commit. Delta skips a write whose token another writer
@@ -508,23 +552,6 @@ class Maintainer:
 def _feeds(properties: Mapping[str, str]) -> bool:
     """The storage keeps a change data feed (a fast_mv reads it, or did)."""
     return properties.get(render.CHANGE_FEED, "").lower() == "true"
-
-
-def _matched_several(commit: Mapping[str, Any]) -> bool:
-    """A MERGE in which some source row matched more than one target row (from its metrics):
-    every source row is either inserted or matches, so matches + inserts exceed the source rows."""
-    source = metric(commit, "numSourceRows")
-    matched = sum(metric(commit, m) or 0 for m in ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted"))
-    return source is not None and matched + (metric(commit, "numTargetRowsInserted") or 0) > source
-
-
-def _written(write: Write, commit: Mapping[str, Any]) -> tuple[int, int]:
-    """(rows inserted, rows deleted) of the view: the class's count, else the MERGE's metrics
-    (an aggregate view's rows are its groups: a new group is inserted, an emptied one deleted)."""
-    inserted = write.inserted if write.inserted is not None else metric(commit, "numTargetRowsInserted") or 0
-    deleted = write.deleted if write.deleted is not None else metric(commit, "numTargetRowsDeleted") or 0
-    updated = 0 if write.inserted is not None else metric(commit, "numTargetRowsUpdated") or 0
-    return inserted + updated, deleted + updated
 
 
 def _versions(versions: Mapping[str, int]) -> str:

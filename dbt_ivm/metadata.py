@@ -63,6 +63,9 @@ class Watermark:
     # The model's configuration the storage was last built or altered to (`configuration.Configuration`,
     # encoded): a build records it, each refresh carries it on; None before this was recorded.
     config: Mapping[str, Any] | None = None
+    # What lets a later run with nothing to do end in a few statements (`quick.record`): the key of
+    # the model, config and settings this run had, and the view's columns; None where it may not.
+    quick: Mapping[str, Any] | None = None
 
     def encode(self) -> str:
         body = {
@@ -79,6 +82,8 @@ class Watermark:
             body["highs"] = dict(sorted(self.highs.items()))
         if self.config is not None:
             body["cfg"] = self.config
+        if self.quick is not None:
+            body["quick"] = self.quick
         return MARKER + settable_json(body)
 
     @classmethod
@@ -96,6 +101,7 @@ class Watermark:
             {k: int(v) for k, v in body.get("rows", {}).items()},
             body.get("highs"),
             body.get("cfg"),
+            body.get("quick"),
         )
 
 

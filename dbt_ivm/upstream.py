@@ -65,6 +65,11 @@ def _as_of(table: exp.Table, version: int) -> exp.Table:
     return table
 
 
+def table_as_of(table: TableName, version: int) -> exp.Table:
+    """`table VERSION AS OF version`."""
+    return _as_of(table.to_table(), version)
+
+
 def _changes(table: TableName, start: int, end: int) -> exp.Table:
     """`table_changes('table', start, end)`: Delta's change feed over those versions."""
     return exp.Table(this=func("table_changes", lit(table.sql()), lit(start), lit(end)))

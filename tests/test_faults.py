@@ -106,6 +106,14 @@ def test_replacements_restores_and_commits_that_change_no_rows(spark, view):
     assert feed == 2  # the insert and the delete of id 500: the maintenance commits add none
     outcome = view.run("incremental")
     assert (outcome.action, outcome.inserted, outcome.deleted) == (Action.NO_CHANGES, 0, 0), outcome
+    # maintenance alone: no change feed read, the watermark moves on in an empty commit
+    sql(f"optimize {DB}.o zorder by (id)")
+    sql(f"alter table {DB}.o set tblproperties ('owner.note' = 'x')")
+    consumed = view.version("o")
+    assert view.run("incremental").action is Action.NO_CHANGES and view.logged("changed no row"), view.logs
+    assert not view.logged("reading changes"), view.logs
+    mark = sql(f"describe history {DB}.v__ivm limit 1").collect()[0]["userMetadata"]
+    assert f'"{DB}.o":{consumed}' in mark, mark
 
 
 def test_columns_added_dropped_renamed_retyped_and_storage_and_sources_dropped(spark, view):

@@ -166,3 +166,12 @@ def test_a_read_column_dropped_or_renamed_within_the_span_rebuilds_under_auto_an
         decide(inspection(history=history))
     unread = {**renamed, "operationParameters": {"oldColumnPath": "note"}}
     assert decide(inspection(history=[commit(5), unread])).path is Path.REFRESH
+
+
+def test_commits_that_kept_every_row_advance_the_watermark_without_reading_the_feed():
+    kept = [commit(5, "OPTIMIZE", blind=False), commit(4, "REORG", blind=False)]
+    assert decide(inspection(history=kept)).path is Path.ADVANCE
+    assert decide(inspection(history=[commit(5, "OPTIMIZE"), commit(4)])).path is Path.REFRESH  # v4 appended
+    assert decide(inspection(history=[commit(5, "OPTIMIZE")])).path is Path.REFRESH  # v4 not in the history read
+    renamed = [commit(5, "RENAME COLUMN", blind=False), commit(4, "OPTIMIZE", blind=False)]
+    assert decide(inspection(history=renamed)).path is not Path.ADVANCE

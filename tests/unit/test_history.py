@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from dbt_ivm.history import appended_rows, changed_since, commits_after, metric, replaced, reshaped
+from dbt_ivm.history import (
+    appended_rows,
+    changed_since,
+    commits_after,
+    keeps_rows,
+    matched_several,
+    metric,
+    replaced,
+    reshaped,
+    written,
+)
 
 
 def commit(version, operation="WRITE", blind=True, rows=3, text=False):
@@ -119,3 +129,16 @@ def test_a_read_column_dropped_or_renamed_is_named_and_an_unread_one_is_not():
     assert reshaped(history, 6, 7, ["id", "amt"]) == ""  # an added column, a dropped unread one
     assert reshaped(history, 5, 9, ["id", "am"]) == ""  # a name is matched whole
     assert reshaped([schema(4, "REPLACE COLUMNS", {})], 4, 4, ["id"]) == "REPLACE COLUMNS at v4 (every column)"
+
+
+def test_commits_that_keep_every_row_and_a_merge_s_counts():
+    assert keeps_rows([commit(6, "OPTIMIZE"), commit(5, "REORG"), commit(4, "SET TBLPROPERTIES")], 4, 6)
+    assert not keeps_rows([commit(6, "OPTIMIZE"), commit(5)], 5, 6)  # an append
+    assert not keeps_rows([commit(6, "OPTIMIZE")], 5, 6)  # v5 not in the history read
+    assert not keeps_rows([commit(5, "ADD COLUMNS")], 5, 5)  # a schema change
+    merge = {"operationMetrics": {"numSourceRows": "2", "numTargetRowsMatchedUpdated": "2"}}
+    merge["operationMetrics"]["numTargetRowsInserted"] = "1"
+    assert matched_several(merge) and not matched_several({"operationMetrics": {"numSourceRows": "3"}})
+    counts = {"operationMetrics": {"numTargetRowsInserted": "2", "numTargetRowsDeleted": "1"}}
+    counts["operationMetrics"]["numTargetRowsUpdated"] = "3"
+    assert written(counts, None, None) == (5, 4) and written(counts, 7, 0) == (7, 0)

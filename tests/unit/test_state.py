@@ -9,8 +9,8 @@ from dbt_ivm import consistency, render
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import joins
 from dbt_ivm.commit import lost_race
+from dbt_ivm.history import matched_several
 from dbt_ivm.ir import TableName
-from dbt_ivm.maintain import _matched_several
 from dbt_ivm.metadata import Watermark, latest_watermark
 
 
@@ -92,9 +92,9 @@ def test_a_merge_whose_change_rows_matched_several_stored_rows():
             }
         }
 
-    assert not _matched_several(commit(5, 2, 1, 2))
-    assert _matched_several(commit(1, 0, 2, 0))  # one change row deleted two stored copies
-    assert not _matched_several({"operationMetrics": {}})  # no metrics: nothing to conclude
+    assert not matched_several(commit(5, 2, 1, 2))
+    assert matched_several(commit(1, 0, 2, 0))  # one change row deleted two stored copies
+    assert not matched_several({"operationMetrics": {}})  # no metrics: nothing to conclude
 
 
 CONFLICT = RuntimeError(

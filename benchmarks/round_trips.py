@@ -19,6 +19,8 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -40,6 +42,22 @@ VIEWS = {
 }
 
 
+class Timings(list[tuple[float, str]]):
+    """(seconds, statement) of each statement sent."""
+
+    @contextmanager
+    def timing(self, sql: str) -> Iterator[None]:
+        started = time.time()
+        try:
+            yield
+        finally:
+            self.append((time.time() - started, sql))
+
+    def largest(self, top: int = 2) -> str:
+        ranked = sorted(self, key=lambda t: -t[0])[:top]
+        return "; ".join(f"{s:.1f} s {' '.join(q.split())[:70]}" for s, q in ranked)
+
+
 class ThriftDatabase:
     """`maintain.Database` over one Thrift connection; counts the statements sent."""
 
@@ -51,17 +69,19 @@ class ThriftDatabase:
 
         self.wrapper = PyhiveConnectionWrapper(hive.connect(host="127.0.0.1", port=port, username="dbt"))
         self.wrapper.__class__ = BackoffPolling
-        self.count = 0
+        self.count, self.timings = 0, Timings()
 
     def execute(self, sql: str) -> None:
         self.count += 1
-        self.wrapper.cursor().execute(sql)
+        with self.timings.timing(sql):
+            self.wrapper.cursor().execute(sql)
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         self.count += 1
-        self.wrapper.cursor().execute(sql)
-        names = [d[0] for d in self.wrapper.description or []]
-        return [dict(zip(names, r, strict=True)) for r in self.wrapper.fetchall() or []]
+        with self.timings.timing(sql):
+            self.wrapper.cursor().execute(sql)
+            names = [d[0] for d in self.wrapper.description or []]
+            return [dict(zip(names, r, strict=True)) for r in self.wrapper.fetchall() or []]
 
 
 class SessionDatabase:
@@ -72,15 +92,17 @@ class SessionDatabase:
 
         warehouse = tempfile.mkdtemp(prefix="ivm_round_trips_")
         spark = get_spark(warehouse=warehouse, settings={"spark.driver.memory": memory})
-        self.db, self.count = SparkDatabase(spark), 0
+        self.db, self.count, self.timings = SparkDatabase(spark), 0, Timings()
 
     def execute(self, sql: str) -> None:
         self.count += 1
-        self.db.execute(sql)
+        with self.timings.timing(sql):
+            self.db.execute(sql)
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         self.count += 1
-        return self.db.query(sql)
+        with self.timings.timing(sql):
+            return self.db.query(sql)
 
 
 Database = ThriftDatabase | SessionDatabase
@@ -88,6 +110,7 @@ Database = ThriftDatabase | SessionDatabase
 
 def timed(db: Database, name: str, full_refresh: bool = False) -> tuple[int, float]:
     db.count = 0
+    db.timings.clear()
     started = time.time()
     Maintainer(db, TableName(DB, name), VIEWS[name], refresh_policy="incremental").materialize(full_refresh)
     return db.count, time.time() - started
@@ -118,14 +141,17 @@ def change(db: Database, rows: int, fraction: float) -> None:
         db.execute(statement)
 
 
-def run_size(db: Database, method: str, rows: int, fraction: float) -> None:
+def run_size(db: Database, method: str, rows: int, fraction: float, views: list[str]) -> None:
     setup(db, rows)
-    for name in VIEWS:
+    for name in views:
         timed(db, name)
-    unchanged = {name: timed(db, name) for name in VIEWS}
+    unchanged = {name: timed(db, name) for name in views}
     change(db, rows, fraction)
-    refreshed = {name: timed(db, name) for name in VIEWS}
-    for name in VIEWS:
+    refreshed = {}
+    for name in views:
+        refreshed[name] = timed(db, name)
+        print(f"  {name} refresh, largest: {db.timings.largest()}", file=sys.stderr, flush=True)
+    for name in views:
         rebuilt = timed(db, name, True)
         cells = [f"{n}, {s:.1f} s" for n, s in (unchanged[name], refreshed[name], rebuilt)]
         ratio = rebuilt[1] / refreshed[name][1]
@@ -139,13 +165,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[2000])
     parser.add_argument("--fraction", type=float, default=0.001)
     parser.add_argument("--memory", default="4g", help="the embedded session's driver memory")
+    parser.add_argument("--views", nargs="+", default=list(VIEWS), choices=list(VIEWS))
     args = parser.parse_args()
     db: Database = ThriftDatabase(args.port) if args.port else SessionDatabase(args.memory)
     method = "thrift" if args.port else "session"
     print("| view | method | rows | no change | mixed refresh | rebuild | rebuild / refresh | load |")
     print("|---|---|---|---|---|---|---|---|")
     for rows in args.rows:
-        run_size(db, method, rows, args.fraction)
+        run_size(db, method, rows, args.fraction, args.views)
     db.execute(f"drop database if exists {DB} cascade")
 
 

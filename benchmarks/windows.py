@@ -24,7 +24,16 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from benchmarks.run import CDF, DB, CountingDatabase, check_recomputed, largest_costs, next_execution, rows_read
+from benchmarks.run import (
+    CDF,
+    DB,
+    CountingDatabase,
+    check_recomputed,
+    execution_metrics,
+    largest_costs,
+    next_execution,
+    rows_read,
+)
 from dbt_ivm.history import changed_rows
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer
@@ -77,6 +86,26 @@ def statements(db: CountingDatabase, top: int = 6) -> str:
     return "; ".join(f"{s:.1f} s {' '.join(q.split())[:60]}" for s, q in ranked)
 
 
+def maintainer_backing(view: str) -> str:
+    return Maintainer(None, TableName(DB, view), VIEWS[view]).backing.sql()  # type: ignore[arg-type]
+
+
+def storage_properties(spark: Any, view: str) -> str:
+    """The view's storage's Delta properties that shape a MERGE (deletion vectors)."""
+    backing = spark.sql(f"DESCRIBE DETAIL {maintainer_backing(view)}").collect()[0]
+    props = {k: v for k, v in (backing["properties"] or {}).items() if "eletion" in k}
+    return f"{backing['numFiles']} files, {props or 'no deletion vectors'}"
+
+
+def joins(spark: Any, since: int) -> str:
+    """The joins Spark ran since execution `since`, by kind, with the rows each kind output."""
+    seen: dict[str, int] = {}
+    for _, node, metric, value in execution_metrics(spark, since):
+        if node.endswith("Join") and metric == "number of output rows":
+            seen[node] = seen.get(node, 0) + int(value.replace(",", ""))
+    return ", ".join(f"{node} {rows:,} rows" for node, rows in sorted(seen.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -85,10 +114,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--views", nargs="+", default=list(VIEWS))
     parser.add_argument("--verbose", action="store_true", help="print each refresh's costliest statements")
+    parser.add_argument("--memory", default="4g", help="the driver's memory")
+    parser.add_argument("--conf", nargs="*", default=[], help="session settings key=value for every statement")
     args = parser.parse_args()
     from dbt_ivm.session import get_spark
 
-    spark = get_spark(warehouse=tempfile.mkdtemp(prefix="ivm_windows_"))
+    settings = dict(c.split("=", 1) for c in args.conf) | {"spark.driver.memory": args.memory}
+    spark = get_spark(warehouse=tempfile.mkdtemp(prefix="ivm_windows_"), settings=settings)
     db = CountingDatabase(spark)
     setup(spark, args.rows, args.partitions)
     for view in args.views:
@@ -107,6 +139,9 @@ def main() -> None:
             read = rows_read(spark, since)
             if args.verbose:
                 print(f"{view}: {refreshes[-1]:.1f} s: {statements(db)}", flush=True)
+            if args.verbose:
+                print(f"  load {os.getloadavg()[0]:.1f}; storage: {storage_properties(spark, view)}", flush=True)
+                print(f"  joins: {joins(spark, since)}", flush=True)
             detail = (outcome.message, db.count, read, changed, largest_costs(db.timings))
             check_recomputed(spark, db, TableName(DB, view), f"{view} after batch {batch}")
             started = time.time()

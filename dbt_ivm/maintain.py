@@ -18,7 +18,7 @@ import enum
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,6 +32,7 @@ from dbt_ivm.catalog import (
     FeedOff,
     describe_query,
     encode_settings,
+    first_line,
     recent_history,
 )
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
@@ -269,7 +270,7 @@ class Maintainer:
         self._move(i)
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing), session_overrides(self.db, rows.settings):
-            self._write(render.sql(create), i)
+            self._write(render.sql(create), i, mark=mark)
         self._verify(mark)
         found = i.catalog.get(self.view.key)  # as `inspect` saw it
         if found and found.kind != "VIEW" and not self.view_created:
@@ -353,7 +354,7 @@ class Maintainer:
             mark = replace(mark, highs=write.highs)
             self.before_commit()
             with commit_metadata(self.db, mark, self.backing, self.run, i.scripts, releases) as committing:
-                self._write(render.sql(write.statement), i, committing)
+                self._write(render.sql(write.statement), i, committing, mark)
         commit = self._verify(mark)
         if write.check_repeats and _matched_several(commit):
             self._repair_repeated_rows(i, mark)
@@ -379,9 +380,13 @@ class Maintainer:
 
         try:
             yield temp, releases
-        finally:
-            for statement in [batch.script(releases)] if scripts and releases else releases:
-                self.db.execute(statement)
+        except BaseException:
+            with suppress(Exception):  # the refresh's own error is the one to tell (a cut connection)
+                for statement in [batch.script(releases)] if scripts and releases else releases:
+                    self.db.execute(statement)
+            raise
+        for statement in [batch.script(releases)] if scripts and releases else releases:
+            self.db.execute(statement)
 
     def _apply(self, i: Inspection, refresh: Refresh, flush: Callable[[], None]) -> Write:
         """The class's write; `flush` sends the statements it left deferred (`batch.Deferred`)."""
@@ -448,7 +453,7 @@ class Maintainer:
         self.before_commit()
         with commit_metadata(self.db, mark, self.backing, self.run, i.scripts) as committing:
             try:
-                self._write(render.sql(insert), i, committing)
+                self._write(render.sql(insert), i, committing, mark)
             except Exception as e:  # the connection's error type varies
                 if violation in str(e):
                     raise StateError(violation) from e
@@ -464,7 +469,7 @@ class Maintainer:
             # No commit at all (a write of nothing that Delta dropped): record the watermark.
             nothing_added = int(history[0]["version"]) == i.stored.latest
             if nothing_added:
-                self._write(render.sql(render.empty_commit(self.backing)), i, committing)
+                self._write(render.sql(render.empty_commit(self.backing)), i, committing, mark)
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
         if inserted == 0:  # the view's joins and filters kept none of the appended rows
@@ -483,17 +488,31 @@ class Maintainer:
     def _describe(self, query: Any) -> dict[str, str]:
         return describe_query(self.db, query)
 
-    def _write(self, statement: str, i: Inspection, run: Callable[[str], None] | None = None) -> None:
+    def _write(
+        self, statement: str, i: Inspection, run: Callable[[str], None] | None = None, mark: Watermark | None = None
+    ) -> None:
         """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
-        another writer fails loudly."""
+        another writer fails loudly. A write that failed while its commit, `mark`, landed (its
+        answer lost with the connection, or a copy the connector re-submitted failed) stands."""
         try:
             (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies
+            if mark is not None and self._landed(mark):
+                self.log(f"fast_mv {self.view}: the write's answer was lost ({first_line(e)}); its commit landed")
+                return
             if CONCURRENT_COMMIT.search(str(e)):
                 read = i.stored.latest if i.stored else None
                 later = [] if read is None else recent_history(self.db, self.backing, VIEW_HISTORY_ROWS)
                 raise StateError(lost_race(self.view, self.backing, later, read, e)) from e
             raise
+
+    def _landed(self, mark: Watermark) -> bool:
+        """`mark` is the storage's newest watermark (False when the history cannot be read)."""
+        try:
+            committed = latest_watermark(recent_history(self.db, self.backing, VIEW_HISTORY_ROWS))
+        except Exception:  # the connection is gone: the write's own error stands
+            return False
+        return committed is not None and committed.encode() == mark.encode()
 
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
         """The history row of this run's commit. Delta skips a write whose token another writer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from dbt_ivm import batch, layout
@@ -134,10 +134,13 @@ def _batched(
 
     try:
         yield write
-    finally:
-        if unsettled:
-            for statement in resets:
+    except BaseException:
+        with suppress(Exception):  # the write's own error is the one to tell (a cut connection)
+            for statement in resets if unsettled else []:
                 db.execute(statement)
+        raise
+    for statement in resets if unsettled else []:
+        db.execute(statement)
 
 
 def landed(db: Database, backing: TableName, mark: Watermark) -> bool:

@@ -18,7 +18,7 @@ import enum
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -399,12 +399,16 @@ class Maintainer:
 
         try:
             yield temp, releases
-        finally:
-            for statement in [batch.script(releases)] if scripts and releases else releases:
-                try:
+        except BaseException:
+            with suppress(Exception):  # the refresh's own error is the one to tell (a cut connection)
+                for statement in [batch.script(releases)] if scripts and releases else releases:
                     self.db.execute(statement)
-                except Exception as e:  # a temporary view outlives this run's session at worst
-                    self.log(f"fast_mv {self.view}: releasing the refresh's cached changes failed: {first_line(e)}")
+            raise
+        for statement in [batch.script(releases)] if scripts and releases else releases:
+            try:
+                self.db.execute(statement)
+            except Exception as e:  # a temporary view outlives this run's session at worst
+                self.log(f"fast_mv {self.view}: releasing the refresh's cached changes failed: {first_line(e)}")
 
     def _apply(self, i: Inspection, refresh: Refresh, flush: Callable[[], None]) -> Write:
         """The class's write; `flush` sends the statements it left deferred (`batch.Deferred`)."""
@@ -499,7 +503,7 @@ class Maintainer:
             # No commit at all (a write of nothing that Delta dropped): record the watermark.
             nothing_added = int(history[0]["version"]) == i.stored.latest
             if nothing_added:
-                self._write(render.sql(render.empty_commit(self.backing)), i, committing)
+                self._write(render.sql(render.empty_commit(self.backing)), i, committing, mark)
         commit = self._verify(mark, None if nothing_added else history)
         inserted = 0 if nothing_added else metric(commit, "numOutputRows") or 0
         if inserted == 0:  # the view's joins and filters kept none of the appended rows
@@ -522,22 +526,20 @@ class Maintainer:
         self, statement: str, i: Inspection, run: Callable[[str], None] | None = None, mark: Watermark | None = None
     ) -> None:
         """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
-        another writer fails loudly. A write that fails after its commit landed (a statement of
-        its script after the MERGE, a connection lost once the server finished) stands when the
-        storage's newest watermark is `mark`, this run's."""
+        another writer fails loudly. A write that fails while its commit landed (its answer lost
+        with the connection, a copy the connector re-submitted failed, a statement of its script
+        after the MERGE failed) stands when the storage's newest watermark is `mark`, this run's."""
         try:
             (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies
+            if mark is not None and landed(self.db, self.backing, mark):
+                self.log(f"fast_mv {self.view}: the write's answer was lost ({first_line(e)}); its commit landed")
+                return
             if CONCURRENT_COMMIT.search(str(e)):
                 read = i.stored.latest if i.stored else None
                 later = [] if read is None else recent_history(self.db, self.backing, VIEW_HISTORY_ROWS)
                 raise StateError(lost_race(self.view, self.backing, later, read, e)) from e
-            if mark is None or not landed(self.db, self.backing, mark):
-                raise
-            self.log(
-                f"fast_mv {self.view}: the write reported an error after its commit landed ({first_line(e)}); "
-                f"{self.backing}'s newest commit carries this run's watermark, so the write stands"
-            )
+            raise
 
     def _verify(self, mark: Watermark, rows: list[dict[str, Any]] | None = None) -> Mapping[str, Any]:
         """The history row of this run's commit. Delta skips a write whose token another writer

@@ -11,16 +11,23 @@ during its write); `IVM_KILL_MATRIX=1` runs every class and every k.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
-from dbt.tests.util import run_dbt
+import yaml
+from dbt.tests.util import get_connection, run_dbt
 
+from dbt.adapters.ivm_spark.faults import is_write
+from dbt_ivm.history import KEEPS_ROWS
+from dbt_ivm.metadata import Watermark
 from integration_tests.fixtures import (
     CDF,
     ORDER_CUSTOMERS,
@@ -45,13 +52,12 @@ MODELS = {
     "k_single": ORDERS_MV,
 }
 MATRIX = os.environ.get("IVM_KILL_MATRIX") == "1"
-WRITES = ("MERGE INTO", "INSERT INTO", "CREATE OR REPLACE TABLE")  # a refresh's one write to its storage
-
-
-def is_write(statement: str) -> bool:
-    """The refresh's write: alone, or in the script that sets its confs around it (`batch`)."""
-    text = statement.upper()
-    return text.startswith(WRITES) or (text.startswith("BEGIN ") and any(f"; {w}" in text for w in WRITES))
+# the matrix's models (IVM_KILL_MODELS=k_join,k_aggregate: those only; default every one)
+MATRIX_MODELS = [m for m in os.environ.get("IVM_KILL_MODELS", "").split(",") if m] or list(MODELS)
+# The connection cuts during the write (the fault hook's): the server's session lost ("cut"), or
+# kept with the answer lost ("lose"), under the profile's `query_retries` (dbt-spark re-submits
+# the statement after a lost connection that many times). The suite runs the re-submission.
+CUTS = [(fault, retries) for fault in ("lose", "cut") for retries in (0, 1)] if MATRIX else [("lose", 1)]
 
 
 def changes(n: int) -> list[str]:
@@ -64,12 +70,24 @@ def changes(n: int) -> list[str]:
     ]
 
 
-def dbt_process(project, name: str | None, **env: str) -> subprocess.CompletedProcess:
-    """`dbt run` of one model (None: every model) in its own process, with the fault hook's `env`."""
+def dbt_process(project, name: str | None, profiles: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """`dbt run` of one model (None: every model) in its own process, with the fault hook's `env`
+    (`profiles`: the directory of another profiles.yml)."""
     dbt = Path(sys.executable).with_name("dbt")
     args = [str(dbt), "run", *(["-s", name] if name else []), "--project-dir", str(project.project_root)]
-    args += ["--profiles-dir", str(project.profiles_dir)]
+    args += ["--profiles-dir", str(profiles or project.profiles_dir)]
     return subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+
+
+def outcomes(failed: list[str], case: str, run: Callable[[], str], name: str) -> str:
+    """`run`'s outcome, or its failure, added to `failed`: the matrix goes on from model `name`
+    rebuilt."""
+    try:
+        return run()
+    except AssertionError as e:
+        failed.append(f"{case}: {str(e)[:1500]}")
+        run_dbt(["run", "-s", name, "--full-refresh"], expect_pass=None)
+        return f"FAILED {str(e)[:1500]}"
 
 
 class TestKillAtEveryStatement:
@@ -104,21 +122,26 @@ class TestKillAtEveryStatement:
         assert ran.returncode == 0 and "refreshed" in ran.stdout, ran.stdout[-3000:]
         return log.read_text().splitlines()
 
-    def killed_then_repaired(self, project, name: str, n: int, **hook: str) -> None:
+    def killed_then_repaired(self, project, name: str, n: int, **hook: str) -> str:
+        """The next run's outcome: its message's first word, `lost the race` when the killed
+        run's write landed meanwhile (the run after then catches up)."""
         self.change(project, n)
         killed = dbt_process(project, name, **hook)
         assert killed.returncode == -9, (hook, killed.stdout[-3000:])
         results = run_dbt(["run", "-s", name], expect_pass=None)
+        outcome = str(results[0].message).split(":")[0]
         if str(results[0].status) != "success":  # the killed run's write landed meanwhile: this one lost the race
             assert "committed first" in str(results[0].message), results[0].message
-            run_dbt(["run", "-s", name])
+            outcome = "lost the race, then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
         assert self.equal_to_its_sql(project, name), (name, hook)
+        return outcome
 
     def test_the_next_run_repairs_a_killed_refresh(self, project, tmp_path):
         run_dbt(["run"])
         n = 0
         counted = {}
-        for name in MODELS if MATRIX else ["k_join"]:
+        failed: list[str] = []
+        for name in MATRIX_MODELS if MATRIX else ["k_join"]:
             n += 1
             sent = self.statements(project, name, tmp_path, n)
             write = next(k for k, s in enumerate(sent, 1) if is_write(s))
@@ -128,8 +151,76 @@ class TestKillAtEveryStatement:
             kills += [{"IVM_FAULT_KILL_AFTER_STATEMENTS": str(k)} for k in after]
             for hook in kills:
                 n += 1
-                self.killed_then_repaired(project, name, n, **hook)
+                [(when, k)] = hook.items()
+                case = f"{name} killed {'during' if 'DURING' in when else 'after'} statement {k}"
+                repaired = partial(self.killed_then_repaired, project, name, n, **hook)
+                print(f"\n{case}: {outcomes(failed, case, repaired, name)}")
         print(f"\nstatements per refresh (count, the write's index): {counted}")
+        assert not failed, failed
+
+    def profiles(self, project, tmp_path: Path, retries: int) -> Path:
+        """A profiles directory: the test's profile with `query_retries: retries`."""
+        profiles = yaml.safe_load((Path(project.profiles_dir) / "profiles.yml").read_text())
+        for target in profiles["test"]["outputs"].values():
+            target["query_retries"] = retries
+        (tmp_path / f"retries{retries}").mkdir(exist_ok=True)
+        (tmp_path / f"retries{retries}" / "profiles.yml").write_text(yaml.safe_dump(profiles))
+        return tmp_path / f"retries{retries}"
+
+    def history(self, project, name: str) -> list[dict[str, object]]:
+        with get_connection(project.adapter):
+            _, table = project.adapter.execute(f"DESCRIBE HISTORY {project.test_schema}.{name}__ivm", fetch=True)
+        return [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
+
+    def applied_once(self, project, name: str) -> int:
+        """Every commit of the storage that may change its rows carries a watermark, no two the
+        same token (a change set written twice would be a second commit of one token, or one
+        without a watermark): the number of watermarked commits."""
+        history = self.history(project, name)
+        marks = [Watermark.decode(r["userMetadata"], r["version"]) for r in history]  # type: ignore[arg-type]
+        unmarked = [r["operation"] for r, m in zip(history, marks, strict=True) if m is None]
+        assert all(op in KEEPS_ROWS for op in unmarked), (name, unmarked)
+        tokens = [m.token for m in marks if m is not None]
+        assert len(tokens) == len(set(tokens)), (name, tokens)
+        return len(tokens)
+
+    def cut_then_repaired(self, project, tmp_path: Path, name: str, n: int, fault: str, retries: int) -> str:
+        """A refresh of round n's changes with its connection cut during its write, then the
+        runs until one succeeds: the cut run's and the next run's outcomes."""
+        self.change(project, n)
+        before = self.applied_once(project, name)
+        hook = {"cut": "IVM_FAULT_CUT_DURING_STATEMENT", "lose": "IVM_FAULT_LOSE_ANSWER_OF_STATEMENT"}[fault]
+        cut = dbt_process(project, name, self.profiles(project, tmp_path, retries), **{hook: "write"})
+        assert cut.returncode in (0, 1), cut.stdout[-3000:]
+        [result] = json.loads((Path(project.project_root) / "target" / "run_results.json").read_text())["results"]
+        retried = "re-submitted, " if "Connection lost during query execution (attempt 1/" in cut.stdout else ""
+        said = [line.strip() for line in (result["message"] or "").splitlines() if line.strip()]
+        outcome = retried + (said[-1].split(". ")[0][:160] if cut.returncode else said[0].split(":")[0])
+        results = run_dbt(["run", "-s", name], expect_pass=None)
+        outcome += ", then " + str(results[0].message).split(":")[0]
+        if str(results[0].status) != "success":  # the cut write landed meanwhile: this run lost the race
+            assert "committed first" in str(results[0].message), results[0].message
+            outcome += ", then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
+        assert self.equal_to_its_sql(project, name), (name, fault, retries, outcome)
+        commits = self.applied_once(project, name) - before
+        assert commits == 1, (name, fault, retries, commits)  # the cut run's write or the next run's
+        return outcome
+
+    def test_a_connection_cut_during_the_write(self, project, tmp_path):
+        """The connection of a refresh cut while its write (the script that sets its watermark
+        and idempotent-write pair around its MERGE) runs: whether dbt-spark re-submits it or the
+        next run starts over, the view equals its SQL and each change set is committed once."""
+        names = MATRIX_MODELS if MATRIX else ["k_aggregate"]
+        run_dbt(["run", "-s", *names])
+        n = 500
+        failed: list[str] = []
+        for name in names:
+            for fault, retries in CUTS:
+                n += 1
+                case = f"{name} connection {fault}, query_retries {retries}"
+                cut = partial(self.cut_then_repaired, project, tmp_path, name, n, fault, retries)
+                print(f"\n{case}: {outcomes(failed, case, cut, name)}")
+        assert not failed, failed
 
     @pytest.mark.stress
     def test_two_runs_at_once_while_the_sources_change(self, project, request):

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from dbt_ivm import consistency, render
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import joins
 from dbt_ivm.commit import lost_race
 from dbt_ivm.history import matched_several
 from dbt_ivm.ir import TableName
+from dbt_ivm.maintain import Maintainer
 from dbt_ivm.metadata import Watermark, latest_watermark
 
 
@@ -115,3 +118,38 @@ def test_a_write_that_lost_to_an_optimize_says_so():
     theirs = {"version": 8, "operation": "MERGE", "userMetadata": other.encode()}
     assert lost_race(VIEW, BACKING, [theirs, mark], 7, CONFLICT).startswith("another run of db.v")
     assert lost_race(VIEW, BACKING).startswith("another run of db.v")  # a skipped write: no conflict to name
+
+
+class History:
+    """A `Database` whose storage's history holds one commit, carrying `mark`."""
+
+    def __init__(self, mark: Watermark):
+        self.mark, self.asked = mark, []
+
+    def execute(self, sql: str) -> None:
+        raise AssertionError(sql)
+
+    def query(self, sql: str) -> list[dict]:
+        self.asked.append(sql)
+        return [{"version": 3, "operation": "MERGE", "userMetadata": self.mark.encode()}]
+
+
+def test_a_write_whose_answer_was_lost_stands_when_its_commit_landed():
+    """A connection lost during the write (or a re-submitted copy that failed): the run's own
+    watermark in the storage's history is its commit; another one's leaves the error as it was."""
+    mark = Watermark(sources={"db.o": 3}, definition_hash="h", token=5, run="mine")
+    logged: list[str] = []
+
+    def lost(statement: str) -> None:
+        raise ConnectionResetError("Connection lost while polling query status after 2 attempts")
+
+    db = History(mark)
+    Maintainer(db, VIEW, "select * from db.o", log=logged.append)._write("MERGE INTO db.v__ivm …", None, lost, mark)
+    assert len(db.asked) == 1 and db.asked[0].startswith("DESCRIBE HISTORY `db`.`v__ivm`")
+    assert logged == [
+        "fast_mv db.v: the write's answer was lost (Connection lost while polling query status after "
+        "2 attempts); its commit landed"
+    ]
+    other = Watermark(sources={"db.o": 3}, definition_hash="h", token=5, run="another")
+    with pytest.raises(ConnectionResetError):
+        Maintainer(History(other), VIEW, "select * from db.o")._write("MERGE INTO db.v__ivm …", None, lost, mark)

@@ -4,18 +4,24 @@ every statement runs under `SESSION_LOCK` shared (see `dbt_ivm.session_lock`).""
 from __future__ import annotations
 
 import os
+import threading
+import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import (
+    CONNECTION_LOST_EXCEPTIONS,
     PyhiveConnectionWrapper,
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
+from TCLIService.ttypes import TOperationState  # type: ignore[import-untyped]
 
+from dbt.adapters.ivm_spark import faults
 from dbt_ivm.session_lock import SESSION_LOCK
 
 
@@ -50,6 +56,12 @@ class IvmSparkConnectionManager(SparkConnectionManager):
             return super().add_query(*args, **kwargs)
 
 
+logger = AdapterLogger("ivm_spark")
+RUNNING = (TOperationState.INITIALIZED_STATE, TOperationState.PENDING_STATE, TOperationState.RUNNING_STATE)
+# what dbt-spark re-submits a statement after (`query_retries`)
+CONNECTION_LOST = cast(tuple[type[BaseException], ...], CONNECTION_LOST_EXCEPTIONS)
+
+
 class BackoffPolling(PyhiveConnectionWrapper):
     """dbt-spark's Thrift connection, asking for a running statement's state after 20 ms, then
     after twice as long each time, up to the profile's `poll_interval` (dbt-spark sleeps
@@ -72,8 +84,51 @@ class BackoffPolling(PyhiveConnectionWrapper):
         self.__dict__["poll_interval"] = value
 
     def _execute_with_polling(self, sql: str, bindings: Any = None) -> None:
+        """dbt-spark calls this again with a new cursor after a lost connection (`query_retries`),
+        while the copy sent before may still run in the server's session: that copy is waited out
+        first, so the two never run at once. (fast_mv's write sets session-wide settings, its
+        watermark and Delta's idempotent-write pair, around its MERGE: one copy's RESET must not
+        land inside the other's MERGE. Once the first copy has committed, Delta skips the second.)"""
+        if (earlier := self.__dict__.pop("_unanswered", None)) is not None:
+            self._wait_out(earlier)
         self.__dict__["_wait"] = self.FIRST_WAIT
-        super()._execute_with_polling(sql, bindings)
+        self.__dict__["_unanswered"] = self._cursor
+        try:
+            fault = faults.take()  # the test hook's connection faults (`faults.py`), None otherwise
+            if fault == "lose":
+                assert self._cursor
+                self._cursor.execute(sql.strip().removesuffix(";"), bindings, async_=True)
+                raise ConnectionResetError(
+                    "IVM_FAULT_LOSE_ANSWER_OF_STATEMENT: the connection was lost at the first poll"
+                )
+            if fault == "cut":
+                threading.Timer(faults.delay(), faults.cut, [self.handle]).start()
+            super()._execute_with_polling(sql, bindings)
+        except CONNECTION_LOST:
+            raise  # its state unknown: waited out before the next statement on this connection
+        except BaseException:
+            self.__dict__.pop("_unanswered", None)
+            raise
+        self.__dict__.pop("_unanswered", None)
+
+    def close(self) -> None:
+        """dbt-spark's close, which fails on a connection that was cut (pyhive's CloseSession
+        writes to the dead socket) and would stand in for the error that the model failed with."""
+        try:
+            super().close()
+        except CONNECTION_LOST as e:
+            logger.debug(f"the connection was gone at its close: {type(e).__name__}: {e}")
+
+    def _wait_out(self, cursor: Any) -> None:
+        """Until the statement `cursor` sent has ended, or its state cannot be asked (the
+        connection is gone, and the server's session with it)."""
+        wait = self.FIRST_WAIT
+        try:
+            while cursor.poll().operationState in RUNNING:
+                time.sleep(wait)
+                wait = min(2 * wait, 5.0)
+        except Exception:  # nothing to wait for
+            return
 
 
 def _quiet_session(conf: dict[str, str]) -> None:

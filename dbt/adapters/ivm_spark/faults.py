@@ -10,12 +10,22 @@ the engine sends through the adapter (`_ConnectionDatabase`), numbered from 1 in
   IVM_FAULT_KILL_DURING_STATEMENT=k     SIGKILL this process IVM_FAULT_KILL_DELAY seconds (default
                                         0.5) after statement k was sent, while it runs: over the
                                         Thrift Server the server may finish it after its client died
+  (k: a number, or `write`: the refresh's write, the first statement that `is_write`)
+  IVM_FAULT_CUT_DURING_STATEMENT=k      shut the client's socket down IVM_FAULT_KILL_DELAY seconds
+                                        after statement k was sent, while it runs (`thrift`): the
+                                        server loses the session; dbt-spark's re-submission
+                                        (`query_retries`) then fails on the dead socket
+  IVM_FAULT_LOSE_ANSWER_OF_STATEMENT=k  send statement k, then report the connection lost at its
+                                        first poll (`thrift`): a cut that left the server's session
+                                        alive; with `query_retries` dbt-spark re-submits the
+                                        statement while the first copy still runs
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -24,6 +34,17 @@ T = TypeVar("T")
 
 _counter = {"n": 0}
 _lock = threading.Lock()
+# the connection fault armed for the statement being sent (`take`): "cut" or "lose"
+_armed: dict[int, str] = {}  # by thread
+_wrote: dict[str, bool] = {}  # the process sent its first write
+WRITES = ("MERGE INTO", "INSERT INTO", "CREATE OR REPLACE TABLE")  # a refresh's one write to its storage
+HOOKS = (
+    "IVM_FAULT_STATEMENT_LOG",
+    "IVM_FAULT_KILL_AFTER_STATEMENTS",
+    "IVM_FAULT_KILL_DURING_STATEMENT",
+    "IVM_FAULT_CUT_DURING_STATEMENT",
+    "IVM_FAULT_LOSE_ANSWER_OF_STATEMENT",
+)
 
 
 def _kill() -> None:
@@ -33,10 +54,7 @@ def _kill() -> None:
 def around(sql: str, statement: Callable[[], T]) -> T:
     """Run `statement` (sending `sql`), applying the hook's environment variables around it."""
     env = os.environ
-    if not any(
-        k in env
-        for k in ("IVM_FAULT_STATEMENT_LOG", "IVM_FAULT_KILL_AFTER_STATEMENTS", "IVM_FAULT_KILL_DURING_STATEMENT")
-    ):
+    if not any(k in env for k in HOOKS):
         return statement()
     with _lock:
         _counter["n"] += 1
@@ -44,9 +62,46 @@ def around(sql: str, statement: Callable[[], T]) -> T:
         if env.get("IVM_FAULT_STATEMENT_LOG"):
             with open(env["IVM_FAULT_STATEMENT_LOG"], "a") as log:
                 log.write(" ".join(sql.split()) + "\n")
-    if env.get("IVM_FAULT_KILL_DURING_STATEMENT") == str(n):
-        threading.Timer(float(env.get("IVM_FAULT_KILL_DELAY", "0.5")), _kill).start()
-    result = statement()
-    if env.get("IVM_FAULT_KILL_AFTER_STATEMENTS") == str(n):
+        at = {str(n), "write"} if is_write(sql) and not _wrote.get("write") else {str(n)}
+        _wrote["write"] = _wrote.get("write", False) or "write" in at
+    if env.get("IVM_FAULT_KILL_DURING_STATEMENT") in at:
+        threading.Timer(delay(), _kill).start()
+    for fault, key in (("cut", "IVM_FAULT_CUT_DURING_STATEMENT"), ("lose", "IVM_FAULT_LOSE_ANSWER_OF_STATEMENT")):
+        if env.get(key) in at:
+            _armed[threading.get_ident()] = fault
+    try:
+        result = statement()
+    finally:
+        _armed.pop(threading.get_ident(), None)
+    if env.get("IVM_FAULT_KILL_AFTER_STATEMENTS") in at:
         _kill()
     return result
+
+
+def is_write(statement: str) -> bool:
+    """A refresh's write: alone, or in the script that sets its confs around it (`batch`)."""
+    text = " ".join(statement.split()).upper()
+    return text.startswith(WRITES) or (text.startswith("BEGIN ") and any(f"; {w}" in text for w in WRITES))
+
+
+def delay() -> float:
+    return float(os.environ.get("IVM_FAULT_KILL_DELAY", "0.5"))
+
+
+def take() -> str | None:
+    """The connection fault armed for the statement being sent ("cut", "lose"), once."""
+    return _armed.pop(threading.get_ident(), None)
+
+
+def cut(connection: object) -> None:
+    """Shut down the socket under a pyhive connection (found among its transports' attributes)."""
+    from thrift.transport.TSocket import TSocket  # type: ignore[import-untyped]
+
+    seen: list[object] = [connection]
+    for obj in seen:
+        if isinstance(obj, TSocket):
+            if obj.handle is not None:
+                obj.handle.shutdown(socket.SHUT_RDWR)
+            return
+        if len(seen) < 50:
+            seen += [v for v in getattr(obj, "__dict__", {}).values() if hasattr(v, "__dict__")]

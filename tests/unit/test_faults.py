@@ -1,0 +1,116 @@
+"""The adapter's test hook for connection faults (`dbt/adapters/ivm_spark/faults.py`): the answer of
+the refresh's write lost at its first poll, which dbt-spark re-submits under `query_retries`; and
+the adapter's Thrift connection, which waits out the copy sent before it re-submits one."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper, ThriftState
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.ivm_spark import faults
+from dbt.adapters.ivm_spark.connections import BackoffPolling
+
+WRITE = "BEGIN EXECUTE IMMEDIATE 'SET a=1'; MERGE INTO s.v__ivm t USING c ON t.k = c.k; END"
+
+
+class Server:
+    """The statements sent (`sent`) and what happened, in order (`events`): `send i`, `ask i`
+    (an ask of statement i's state); each statement runs for two asks."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.events: list[str] = []
+
+    def cursor(self) -> Cursor:
+        return Cursor(self)
+
+
+class Cursor:
+    def __init__(self, server: Server):
+        self.server, self.polls, self.number = server, 0, 0
+
+    def execute(self, sql, bindings, async_=False):
+        self.server.sent.append(sql)
+        self.number = len(self.server.sent)
+        self.server.events.append(f"send {self.number}")
+
+    def poll(self):
+        self.polls += 1
+        self.server.events.append(f"ask {self.number}")
+        state = ThriftState.RUNNING_STATE if self.polls <= 2 else ThriftState.FINISHED_STATE
+        return SimpleNamespace(operationState=state, errorMessage=None)
+
+
+def connection(server: Server, retries: int) -> PyhiveConnectionWrapper:
+    wrapper = PyhiveConnectionWrapper(handle=server, query_retries=retries)
+    wrapper.__class__ = BackoffPolling  # as `IvmSparkConnectionManager.open` does
+    return wrapper
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+    monkeypatch.setattr(faults, "_counter", {"n": 0})
+    monkeypatch.setattr(faults, "_wrote", {})
+    monkeypatch.setattr("dbt.adapters.spark.connections.time.sleep", lambda _: None)
+    monkeypatch.setattr("dbt.adapters.ivm_spark.connections.time.sleep", lambda _: None)
+
+
+def test_the_write_is_the_merge_alone_or_in_its_script():
+    assert faults.is_write(WRITE) and faults.is_write("INSERT INTO s.v__ivm SELECT 1")
+    assert not faults.is_write("BEGIN CACHE TABLE c AS SELECT 1; SELECT 1; END")
+    assert not faults.is_write("SELECT 'MERGE INTO'")
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_lost_answer_of_the_write_is_sent_again_under_query_retries(monkeypatch, fresh_process, retries):
+    monkeypatch.setenv("IVM_FAULT_LOSE_ANSWER_OF_STATEMENT", "write")
+    server = Server()
+    wrapper = connection(server, retries)
+
+    def send(sql: str) -> None:
+        faults.around(sql, lambda: wrapper.cursor().execute(sql))
+
+    send("SELECT 1")  # not the write: answered
+    if retries:
+        send(WRITE)  # sent, its answer lost, sent again: answered
+    else:
+        with pytest.raises(DbtRuntimeError, match="Connection lost"):
+            send(WRITE)
+    assert server.sent == ["SELECT 1", WRITE, *[WRITE] * retries]
+    send(WRITE)  # only the process's first write
+    assert len(server.sent) == 3 + retries
+    # the copy re-submitted, or the next statement, is sent once the first copy has ended
+    waited = ["send 2", "ask 2", "ask 2", "ask 2", "send 3"]
+    assert server.events[4:9] == waited, server.events
+
+
+def test_a_cut_connection_closes_quietly_and_its_cleanup_leaves_the_write_error_standing():
+    """After a cut, dbt-spark's close and fast_mv's RESETs fail on the dead socket: neither may
+    stand in for the error the write failed with."""
+    from thrift.transport.TTransport import TTransportException
+
+    from dbt_ivm.commit import commit_metadata
+    from dbt_ivm.ir import TableName
+    from dbt_ivm.metadata import Watermark
+
+    def dead(*_):
+        raise TTransportException(message="unexpected exception")
+
+    wrapper = connection(Server(), 0)
+    wrapper.handle = SimpleNamespace(close=dead)
+    wrapper.close()  # no error
+
+    class Db:
+        def execute(self, sql: str) -> None:
+            dead()
+
+    def write(statement: str, sent: str | None) -> None:
+        raise ConnectionResetError("the write's connection was cut")
+
+    mark = Watermark(sources={"db.o": 1}, definition_hash="h", token=2, run="r")
+    cut = pytest.raises(ConnectionResetError, match="the write's connection was cut")
+    with cut, commit_metadata(Db(), mark, TableName("db", "v__ivm"), write, scripts=True) as committing:
+        committing("MERGE INTO db.v__ivm …")

@@ -94,6 +94,13 @@ class Report:
     compensations: int = 0  # and those that compensated them by the general algorithm
     counted: int = 0  # and those that compensated them by counting matches (`_Term._counted`)
     adoptions: int = 0  # new rows whose only match went in the same round
+    by_view: dict[str, int] = field(default_factory=dict)  # view -> its refreshes (each compared: `check`)
+
+    def checked(self) -> str:
+        """The refreshes compared with a recompute, in all and per view (a refresh of a view whose
+        sources did not change is a mismatch by itself: `Harness.check`)."""
+        views = ", ".join(f"{v} {n}" for v, n in sorted(self.by_view.items()))
+        return f"{self.family}: {self.refreshes} checked refreshes ({views})"
 
     def summary(self) -> str:
         outer = (
@@ -324,6 +331,8 @@ class Harness:
         outcome = m.materialize()
         with self.lock:
             self.count(outcome, m.statements)
+            if outcome.action == "refreshed":
+                self.report.by_view[v.name] = self.report.by_view.get(v.name, 0) + 1
         return list(m.statements), outcome
 
     def count(self, outcome: Outcome, statements: list[str]) -> None:

@@ -74,7 +74,7 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
     harness = Harness(spark, spark_db, family, seed)
     report = harness.run(rounds, deadline=start + minutes * 60 if minutes else None, progress=minutes is not None)
     elapsed = time.time() - start
-    print(f"\n{report.summary()} in {elapsed:.0f} s (seed {seed})")
+    print(f"\n{report.summary()} in {elapsed:.0f} s (seed {seed})\n{report.checked()}")
     harness.drop()
     assert not report.mismatches, "\n".join(
         f"round {m.round} view {m.view} changed {m.changed}: {m.diff[:5]}" for m in report.mismatches[:5]

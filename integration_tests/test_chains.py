@@ -66,7 +66,6 @@ class TestChains:
         assert all(built[m].startswith("built") for m in CHAIN), built
         # a change data feed exactly where a fast_mv reads the storage
         assert [_feed(spark, schema, f"{m}__ivm") for m in CHAIN] == ["true", "true", "false"]
-        assert_tests_pass(len(CHAIN))
 
         # every level refreshed from the level below's changes, in one run
         apply(3)  # orders: inserts, updates, deletes
@@ -91,8 +90,7 @@ class TestChains:
         assert _feed(spark, schema, "region_totals__ivm") == "true"
         spark.sql(f"UPDATE {schema}.orders SET amount = amount + 1 WHERE order_id IN (2, 3)")
         msgs = _run()
-        assert all(REFRESHED.match(msgs[m]) for m in (*CHAIN, "top_regions")), msgs
-        assert_tests_pass(len(CHAIN) + 1)
+        assert all(REFRESHED.match(msgs[m]) for m in (*CHAIN, "top_regions")), msgs  # checked after the next run
 
         # the `table` upstream is replaced on every run: read whole under incremental, logged
         apply(3)  # customers: inserts, updates, a delete

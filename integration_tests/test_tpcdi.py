@@ -40,8 +40,7 @@ class TestTpcdi:
     def test_built_changed_refreshed_and_consistent(self, project, spark):
         schema = project.test_schema
         results, log = run_dbt_and_capture(["run"])
-        assert all(m.startswith("built") for m in messages(results).values()), log
-        assert_tests_pass(len(TPCDI_MODELS))
+        assert all(m.startswith("built") for m in messages(results).values()), log  # checked after each refresh
         for statements in TPCDI_CHANGES:
             for statement in statements:
                 spark.sql(statement.format(**{t: f"{schema}.{t}" for t in TPCDI_TABLES}))

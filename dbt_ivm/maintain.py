@@ -397,14 +397,17 @@ class Maintainer:
             releases.insert(0, render.release(name))
             return name
 
+        def sent() -> list[str]:  # the releases as sent: one script where the server runs scripts
+            return [batch.script(releases)] if scripts and releases else releases
+
         try:
             yield temp, releases
         except BaseException:
             with suppress(Exception):  # the refresh's own error is the one to tell (a cut connection)
-                for statement in [batch.script(releases)] if scripts and releases else releases:
+                for statement in sent():
                     self.db.execute(statement)
             raise
-        for statement in [batch.script(releases)] if scripts and releases else releases:
+        for statement in sent():
             try:
                 self.db.execute(statement)
             except Exception as e:  # a temporary view outlives this run's session at worst

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from sqlglot import exp
 
 from dbt_ivm.analyze.parsing import DIALECT, refuse, snippet
+from dbt_ivm.analyze.written_out import ORDER_FREE
 from dbt_ivm.ir import Ordering, OutputColumn
 
 HINT = "order by the model's own columns (by name or position), or sort when reading"
@@ -24,11 +25,7 @@ def split_order(query: exp.Expr) -> tuple[exp.Expr, exp.Order | None]:
     """(the query without its top-level ORDER BY, that ORDER BY); a query with a LIMIT, OFFSET
     or FETCH keeps it, for the refusals to name."""
     order = query.args.get("order")
-    if (
-        not isinstance(query, exp.Select)
-        or order is None
-        or any(query.args.get(a) for a in ("limit", "offset", "fetch"))
-    ):
+    if not isinstance(query, exp.Select) or order is None or any(query.args.get(a) for a in ORDER_FREE):
         return query, None
     rest = query.copy()
     rest.set("order", None)

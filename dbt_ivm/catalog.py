@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
-from dbt_ivm import render
+from dbt_ivm import known_properties, render
 from dbt_ivm.configuration import Configuration, recorded
 from dbt_ivm.errors import SourceError, UnsupportedView
 from dbt_ivm.history import changed_since
@@ -189,6 +189,7 @@ class CatalogEntry:
 
     created: str  # creation time; another one means it was dropped and created again ('' where not shown)
     kind: str  # MANAGED, EXTERNAL, VIEW ('' where not shown)
+    provider: str = ""  # delta, parquet, … ('' where not shown)
 
 
 def catalog_entries(db: Database, tables: Sequence[TableName]) -> dict[str, CatalogEntry]:
@@ -215,7 +216,8 @@ def catalog_entries(db: Database, tables: Sequence[TableName]) -> dict[str, Cata
         for t in group:
             if t.name.lower() in found:
                 info = found[t.name.lower()]
-                entries[t.key] = CatalogEntry(_information(info, "Created Time"), _information(info, "Type").upper())
+                created, kind = _information(info, "Created Time"), _information(info, "Type").upper()
+                entries[t.key] = CatalogEntry(created, kind, _information(info, "Provider").lower())
     return entries
 
 
@@ -266,16 +268,22 @@ class Stored:
     configured: Configuration | None = None  # the configuration last recorded (`configuration.recorded`)
 
 
-def read_stored(db: Database, backing: TableName, history: Sequence[Mapping[str, Any]] | None = None) -> Stored:
+def read_stored(
+    db: Database,
+    backing: TableName,
+    history: Sequence[Mapping[str, Any]] | None = None,
+    guess: Mapping[str, str] | None = None,
+) -> Stored:
     """The storage's properties and watermark.
 
     Every commit fast_mv writes carries a watermark, so a commit after the newest one was
     written by someone else: an OPTIMIZE keeps the rows the watermark describes, a RESTORE, a
     DELETE by hand or a schema change may not (`history.changed_since`). `history`: its newest
-    VIEW_HISTORY_ROWS commits, when read already."""
-    properties = view_properties(db, backing)
+    VIEW_HISTORY_ROWS commits, when read already. The properties are read unless the watermark
+    recorded them and they are `guess` (`known_properties.known`)."""
     mark, rows = _watermark(db, backing, history)
     latest = int(rows[0]["version"]) if rows else -1
+    properties = known_properties.known(mark, latest, guess) or view_properties(db, backing)
     if mark is None or mark.commit_version is None:
         return Stored(properties, mark, latest, None, "")
     commit = next((r for r in rows if r.get("version") == mark.commit_version), None)
@@ -289,14 +297,49 @@ def describe_query(db: Database, query: exp.Query) -> dict[str, str]:
     return {str(r.get("col_name")): str(r.get("data_type")) for r in rows}
 
 
+def describe_together(
+    db: Database, tables: Sequence[TableName], model: exp.Query
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Each of `tables`' columns and types, and the model's (as `describe_query` gives them), in
+    one DESCRIBE QUERY: the tables' and the model's columns side by side, each part after a
+    marker column (planned, not run: each table is read as no rows)."""
+    markers = [f"__ivm_part_{n}" for n in range(len(tables) + 1)]
+    parts: list[exp.Expr] = [exp.select("*").from_(t.to_table()).limit(0) for t in tables]
+    parts.append(model)
+    columns: list[exp.Expr] = []
+    for marker, n in zip(markers, range(len(parts)), strict=True):
+        columns += [
+            exp.alias_(exp.Literal.number(1), marker),
+            exp.Column(this=exp.Star(), table=exp.to_identifier(f"p{n}")),
+        ]
+    query = exp.select(*columns).from_(exp.Subquery(this=parts[0], alias=exp.TableAlias(this=exp.to_identifier("p0"))))
+    for n, part in enumerate(parts[1:], 1):
+        query = query.join(
+            exp.Subquery(this=part, alias=exp.TableAlias(this=exp.to_identifier(f"p{n}"))), join_type="cross"
+        )
+    rows = db.query(f"DESCRIBE QUERY {render.sql(query)}")
+    split: list[list[tuple[str, str]]] = []
+    for row in rows:
+        name, dtype = str(row.get("col_name")), str(row.get("data_type"))
+        if len(split) < len(markers) and name == markers[len(split)]:
+            split.append([])
+        elif split:
+            split[-1].append((name, dtype))
+    assert len(split) == len(markers), rows  # every marker is a column of the query
+    return {t.key: dict(cols) for t, cols in zip(tables, split, strict=False)}, dict(split[-1])
+
+
 NAME_THEM = "name every column with AS (and report the model to dbt-ivm)"
 
 
-def output_types(db: Database, plan: ViewPlan, model: exp.Query) -> dict[str, str]:
+def output_types(
+    db: Database, plan: ViewPlan, model: exp.Query, described: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The Spark type of each of the view's columns, as Spark reads the model's SQL as written
     (`model`, the tree `analyze` read): SQL Spark rejects fails here with Spark's own error, even
-    where the analysis read it (a SELECT alias used in a window's PARTITION BY or in WHERE)."""
-    types = describe_query(db, model)
+    where the analysis read it (a SELECT alias used in a window's PARTITION BY or in WHERE).
+    `described`: those types, described already (`describe_together`)."""
+    types = dict(described) if described is not None else describe_query(db, model)
     if list(types) != [o.name for o in plan.outputs]:
         named = ", ".join(o.name for o in plan.outputs)
         raise UnsupportedView(f"columns Spark names {', '.join(types)} where the analysis read {named}", NAME_THEM)

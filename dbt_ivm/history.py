@@ -123,6 +123,18 @@ def keeps_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> bo
     return commits is not None and all(_operation(c) in KEEPS_ROWS for c in commits)
 
 
+# Commits that change rows, or none, and never a table property (so neither its change data feed):
+# what may move a source whose description a run takes from its watermark (`inspection`).
+KEEPS_PROPERTIES = NO_DATA_OPERATIONS | frozenset({"WRITE", "MERGE", "UPDATE", "DELETE", "STREAMING UPDATE", "REORG"})
+
+
+def keeps_properties(history: Iterable[Mapping[str, Any]], start: int, end: int) -> bool:
+    """Every commit of versions start..end is one of `KEEPS_PROPERTIES`; False when `history`
+    misses one."""
+    commits = _commits(history, start, end)
+    return commits is not None and all(_operation(c) in KEEPS_PROPERTIES for c in commits)
+
+
 def matched_several(commit: Mapping[str, Any]) -> bool:
     """A MERGE in which some source row matched more than one target row (from its metrics):
     every source row is either inserted or matches, so matches + inserts exceed the source rows."""

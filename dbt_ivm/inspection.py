@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dbt_ivm import layout, render
+from sqlglot import exp
+
+from dbt_ivm import known_properties, layout, render
 from dbt_ivm.analyze import analyze, parse, source_tables
 from dbt_ivm.catalog import (
     CatalogEntry,
     Database,
     FeedOff,
+    SourceInfo,
     Stored,
     backing_table,
     catalog_entries,
@@ -28,6 +31,8 @@ from dbt_ivm.catalog import (
     checked_upstreams,
     covering_history,
     describe_source,
+    describe_together,
+    encode_settings,
     meaning,
     output_types,
     read_stored,
@@ -37,10 +42,11 @@ from dbt_ivm.catalog import (
     session_settings,
 )
 from dbt_ivm.classes import ViewRules, rules_for
-from dbt_ivm.history import appended_rows, changed_rows, keeps_rows, replaced, rows_after
+from dbt_ivm.history import appended_rows, changed_rows, keeps_properties, keeps_rows, replaced, rows_after
 from dbt_ivm.ir import Span, TableName, Upstream, ViewPlan
-from dbt_ivm.metadata import Watermark
+from dbt_ivm.metadata import Watermark, latest_watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
+from dbt_ivm.render import CHANGE_FEED
 from dbt_ivm.upstream import fingerprint, with_upstreams
 
 History = list[dict[str, Any]]  # DESCRIBE HISTORY rows, newest first
@@ -162,7 +168,8 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
     (`known`: what `quick.check` read of it already)."""
     known = known or Known()
     tree = parse(model.sql)  # once: the sources and the plan are read from the same tree
-    infos = [describe_source(db, t) for t in source_tables(tree)]
+    early = _early(db, model, tree, known)
+    infos = early.infos if early else [describe_source(db, t) for t in source_tables(tree)]
     chained, off = checked_upstreams(db, infos)
     for info in infos:
         if info.table.key in chained:
@@ -175,17 +182,19 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         raise FeedOff(tuple(off))
     plan = with_upstreams(analyze(tree, {i.table.key: i.columns for i in infos}, model.functions), chained)
     rules = rules_for(plan)
-    types = output_types(db, plan, tree)
+    types = output_types(db, plan, tree, early.types if early else None)
     render.ensure_groupable(types)
     unique_key = render.output_columns(plan, model.unique_key, "unique_key")
     cluster_by = layout.cluster_columns(plan, model.cluster_by, rules.ranged_columns(plan, types), types)
     versioned = plan.versioned
-    catalog = catalog_entries(db, [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view])
+    entries = [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view]
+    catalog = early.catalog if early and not chained else catalog_entries(db, entries)
     created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
     answered = dict(known.settings) if known.settings is not None else session_settings(db)
-    histories = {t.key: _history(db, known, t.key, versioned[t.key]) for t in plan.tables}
+    histories = early.histories if early else {t.key: _history(db, known, t.key, versioned[t.key]) for t in plan.tables}
     pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
-    stored = read_stored(db, model.backing, known.storage) if model.backing.key in catalog else None
+    guess = known_properties.expected(plan, encode_settings(meaning(answered)), cluster_by)
+    stored = read_stored(db, model.backing, known.storage, guess) if model.backing.key in catalog else None
     started = time.time()
     moved = moved_sources(db, plan, pinned, histories, stored)
     sizes = _sizes(db, model, plan, stored, moved)
@@ -206,6 +215,61 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         time.time() - started,
         scripts(answered),
     )
+
+
+@dataclass(frozen=True)
+class _Early:
+    """What a run over a watermark reads before the sources' descriptions (the catalog's entries,
+    the sources' newest commits), and those descriptions, mostly from one statement."""
+
+    catalog: dict[str, CatalogEntry]
+    histories: dict[str, History]
+    infos: list[SourceInfo]
+    types: dict[str, str]  # the model's columns
+
+
+def _early(db: Database, model: Model, tree: exp.Query, known: Known) -> _Early | None:
+    """The sources' descriptions where the storage's watermark (`known.storage`) consumed every
+    source: a source the catalog shows as the Delta table created when it was consumed, whose
+    commits since cannot have changed its properties (`_as_consumed`), is as that run checked it
+    (a Delta table with a change feed), so only its columns are asked, with the model's, in one
+    DESCRIBE QUERY (`describe_together`); any other is described as a first build does. None
+    where there is no such watermark, a source is missing or a view (a chain), or that query
+    fails: the full path then reads and says why."""
+    mark = latest_watermark(known.storage) if known.storage else None
+    tables = source_tables(tree)
+    if mark is None or not isinstance(mark.quick, Mapping) or {t.key for t in tables} != set(mark.sources):
+        return None  # `quick.record`: no chain
+    catalog = catalog_entries(db, [*tables, model.backing, model.view])
+    if any(catalog.get(t.key) is None or catalog[t.key].kind in ("", "VIEW") for t in tables):
+        return None
+    histories = {t.key: _history(db, known, t.key, t) for t in tables}
+    trusted = [t for t in tables if _as_consumed(t.key, catalog[t.key], mark, histories[t.key], known)]
+    try:
+        columns, types = describe_together(db, trusted, tree)
+    except Exception:  # the database's error type varies: a source or the model Spark rejects
+        return None
+    infos = [
+        SourceInfo(t, columns[t.key], "delta", catalog[t.key].kind, {CHANGE_FEED: "true"})
+        if t.key in columns
+        else describe_source(db, t)
+        for t in tables
+    ]
+    return _Early(catalog, histories, infos, types)
+
+
+def _as_consumed(key: str, entry: CatalogEntry, mark: Watermark, history: History, known: Known) -> bool:
+    """The source is the Delta table `mark` consumed (its creation time), and at that version or
+    moved since only by commits that change no table property (`history.keeps_properties`), so
+    its change data feed is on as it was then (the feed's read fails loudly where it was not)."""
+    if entry.provider != "delta":
+        return False
+    if not mark.created.get(key) or entry.created != mark.created[key]:
+        return False
+    if key in known.pinned:  # `quick`'s probe showed it at the version consumed
+        return True
+    consumed, latest = mark.sources[key], int(history[0]["version"]) if history else -1
+    return latest >= consumed and keeps_properties(history, consumed + 1, latest)
 
 
 def _history(db: Database, known: Known, key: str, table: TableName) -> History:

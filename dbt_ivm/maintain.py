@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt_ivm import batch, layout, quick, reconfigure, render
+from dbt_ivm import batch, known_properties, layout, quick, reconfigure, render
 from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
     VIEW_HISTORY_ROWS,
@@ -223,18 +223,18 @@ class Maintainer:
             self._view(i)
         if decision.path is Path.NOTHING:
             return self._outcome(i, Action.NO_CHANGES, "no changes")
-        assert i.mark is not None
-        config = ((i.stored and i.stored.configured) or self.configuration).encode()  # an alter records a new one
-        token, sizes = i.mark.token + 1, i.sizes or {}
+        assert i.mark is not None and i.stored is not None
+        config = (i.stored.configured or self.configuration).encode()  # an alter records a new one
         mark = Watermark(
             dict(i.pinned),
             i.plan.definition_hash,
             i.created,
-            token,
+            i.mark.token + 1,
             self.run_id,
-            rows=sizes,
+            rows=i.sizes or {},
             config=config,
             quick=self._quick(i, built=False),
+            props=known_properties.record(i.stored.properties, i.stored.latest, self.change_feed),
         )
         if decision.path is Path.ADVANCE:
             return self._advance(i, mark)
@@ -277,14 +277,12 @@ class Maintainer:
         previous = previous or i.mark
         token = max(time.time_ns() // 1000, (previous.token + 1) if previous else 0)
         sizes = {**i.sizes, self.backing.key: 0} if i.sizes is not None else {}
-        cfg = self.configuration.encode()
-        fast = self._quick(i, built=True)
-        mark = Watermark(
-            dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg, quick=fast
-        )
         types = layout.stored_types(i.plan, i.output_types)
         rows = layout.clustered(i.rules.build_select(i.plan, i.pinned, i.output_types), i.cluster_by, types)
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
+        cfg, known = self.configuration.encode(), known_properties.record({**render.BACKING_PROPERTIES, **props})
+        mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg)
+        mark = replace(mark, quick=self._quick(i, built=True), props=known)
         create = render.create_backing(self.backing, rows.select, props, self._layout(i))
         self._move(i)
         self.before_commit()

@@ -66,6 +66,9 @@ class Watermark:
     # What lets a later run with nothing to do end in a few statements (`quick.record`): the key of
     # the model, config and settings this run had, and the view's columns; None where it may not.
     quick: Mapping[str, Any] | None = None
+    # What the writer knew of the storage's table properties at this commit (`known_properties.record`);
+    # None where it did not.
+    props: Mapping[str, Any] | None = None
 
     def encode(self) -> str:
         body = {
@@ -84,6 +87,8 @@ class Watermark:
             body["cfg"] = self.config
         if self.quick is not None:
             body["quick"] = self.quick
+        if self.props is not None:
+            body["props"] = self.props
         return MARKER + settable_json(body)
 
     @classmethod
@@ -102,6 +107,7 @@ class Watermark:
             body.get("highs"),
             body.get("cfg"),
             body.get("quick"),
+            body.get("props"),
         )
 
 

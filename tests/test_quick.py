@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 DB = "ivm_quick"
 JOIN = f"select o.id, o.amt, c.name from {DB}.o o join {DB}.c c on o.cust = c.cid"
 CHANGE_FEED = "delta.enableChangeDataFeed = true"
-FULL_PATH = "DESCRIBE TABLE EXTENDED"  # the full inspection describes the sources; the quick check never does
+FULL_PATH = "DESCRIBE QUERY"  # the full inspection describes the model; the quick check never does
 
 
 def run(spark_db, sql: str, name: str = "j", **options: Any) -> tuple[Outcome, list[str]]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
     CatalogEntry,
     backing_table,
     catalog_entries,
     created_times,
+    describe_together,
     parse_describe_extended,
     parse_properties,
 )
@@ -62,14 +64,14 @@ def test_catalog_entries_tell_tables_from_views_and_skip_temporary_views():
         def query(self, sql):
             self.queries.append(sql)
             return [
-                {"tableName": "o", "isTemporary": False, "information": "Created Time: T1\nType: MANAGED\n"},
+                {"tableName": "o", "isTemporary": 0, "information": "Created Time: T1\nType: MANAGED\nProvider: delta"},
                 {"tableName": "v", "isTemporary": False, "information": "Created Time: T2\nType: VIEW\n"},
                 {"tableName": "v__ivm", "isTemporary": True, "information": "Type: VIEW\n"},
             ]
 
     tables = [TableName("db", "o"), TableName("db", "v__ivm"), TableName("db", "v")]
     entries = catalog_entries(FakeDb(), tables)
-    assert entries == {"db.o": CatalogEntry("T1", "MANAGED"), "db.v": CatalogEntry("T2", "VIEW")}
+    assert entries == {"db.o": CatalogEntry("T1", "MANAGED", "delta"), "db.v": CatalogEntry("T2", "VIEW")}
     assert FakeDb.queries == ["SHOW TABLE EXTENDED IN `db` LIKE 'o|v__ivm|v'"]
 
 
@@ -95,3 +97,23 @@ def test_a_view_that_is_not_a_fast_mv_is_refused_naming_ephemeral_and_fast_mv():
     view = SourceInfo(TableName("db", "stg"), {"k": "int"}, "", "VIEW", {}, view_text="SELECT k FROM db.raw")
     with pytest.raises(SourceError, match=r"db\.stg is a view, and not a fast_mv's.*'ephemeral'.*'fast_mv'"):
         check_source(view)
+
+
+def test_the_sources_and_the_model_are_described_in_one_query_split_at_their_markers():
+    """Each source's columns (duplicates across sources kept apart) and the model's, from one DESCRIBE QUERY."""
+    sent = []
+
+    class FakeDb:
+        def query(self, sql):
+            sent.append(sql)
+            rows = [("__ivm_part_0", "int"), ("id", "int"), ("amt", "double"), ("__ivm_part_1", "int")]
+            rows += [("id", "bigint"), ("__ivm_part_2", "int"), ("id", "int"), ("n", "bigint")]
+            return [{"col_name": n, "data_type": t, "comment": None} for n, t in rows]
+
+    model = parse("select o.id, count(*) as n from db.o o join db.c c on o.id = c.id group by o.id")
+    columns, types = describe_together(FakeDb(), [TableName("db", "o"), TableName("db", "c")], model)
+    assert columns == {"db.o": {"id": "int", "amt": "double"}, "db.c": {"id": "bigint"}}
+    assert types == {"id": "int", "n": "bigint"}
+    assert len(sent) == 1 and sent[0].startswith("DESCRIBE QUERY SELECT 1 AS __ivm_part_0, p0.*, 1 AS __ivm_part_1")
+    assert "FROM (SELECT * FROM `db`.`o` LIMIT 0) AS p0 CROSS JOIN (SELECT * FROM `db`.`c` LIMIT 0) AS p1" in sent[0]
+    assert "CROSS JOIN (SELECT o.id, COUNT(*) AS n FROM db.o AS o JOIN db.c AS c" in sent[0]

@@ -101,9 +101,14 @@ def _types(branches: list[Branch], schema: Schema) -> list[str]:
     types at build, `aggregate_view.check_exact`)."""
     inferred = []
     for branch in branches:
-        parsed = sqlglot.parse_one(branch.plan.query.sql(dialect=DIALECT), read="spark")
-        typed = annotate_types(parsed, schema=nested_schema(schema), dialect="spark")
+        try:
+            parsed = sqlglot.parse_one(branch.plan.query.sql(dialect=DIALECT), read="spark")
+            typed = annotate_types(parsed, schema=nested_schema(schema), dialect="spark")
+        except Exception:  # sqlglot's Spark dialect cannot read it: nothing inferred
+            continue
         inferred.append([e.type.sql(dialect="spark").lower() if e.type else "unknown" for e in typed.expressions])
+    if not inferred:
+        return ["string"] * len(branches[0].plan.outputs)
     columns = zip(*inferred, strict=True)
     return [next((t for t in ts if t not in ("unknown", "null")), "string") for ts in columns]
 

@@ -44,6 +44,15 @@ def test_a_cte_and_a_where_over_the_union_and_a_global_aggregate():
     assert plan.where is not None and "amt" in plan.where.sql()
 
 
+def test_avg_over_an_integral_union_column_sums_exactly():
+    plan = analyze(
+        "select name, avg(cust) as a, avg(amt) as b from (select cust, amt, note as name from db.o union all "
+        "select cid, 1.0, name from db.c) u group by name",
+        OUTER_SCHEMA,
+    )
+    assert [a.exact for a in plan.aggregates] == [True, False]
+
+
 def test_each_branch_s_change_reads_only_its_own_sources_and_the_leaf_keeps_its_types():
     """A change to db.o only: the branch over db.c has no term, and the typed empty read of the whole
     leaf (`WHERE FALSE`) gives the change the leaf's widened types."""
@@ -104,6 +113,11 @@ def test_explain_names_the_leaf_and_its_branches():
             "select cust, count(*) as n from (select cust from db.o union all select cid from db.c) u(cust) "
             "group by cust",
             "set operation UNION ALL in a subquery or CTE",
+        ),
+        (
+            "select cust, row_number() over (partition by cust order by amt) as rn from (select cust, amt "
+            "from db.o union all select cid, 1.0 from db.c) u",
+            "a query over a UNION ALL subquery that is not an aggregate (window)",
         ),
         (
             "with u as (select cust from db.o union all select cid from db.c) select a.cust, count(*) as n "

@@ -61,6 +61,16 @@ class Deferred:
             self.flush()
             self.send(statement)
 
+    def setting(self, statement: str) -> None:
+        """A SET, which needs no answer: in the script of the next query, as a CACHE TABLE is
+        (`immediate`), or sent alone."""
+        self.record(statement)
+        if self.scripts and plain(statement):
+            self.pending.append(immediate(statement))
+        else:
+            self.flush()
+            self.send(statement)
+
     def query(self, sql: str) -> list[dict[str, Any]]:
         pending, self.pending = self.pending, []
         return self.ask(script([*pending, sql]))

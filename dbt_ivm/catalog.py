@@ -359,10 +359,14 @@ def session_setting(db: Database, key: str) -> str:
 # server runs, so each process asks a server for them once (`session_settings`).
 _DEFAULTS: dict[str, dict[str, str]] = {}
 SCRIPTING = "spark.sql.scripting.enabled"  # SQL scripts (BEGIN … END) run as one statement (`batch`)
+# Spark skips a cached table's batch by its columns' bounds, and a DOUBLE or FLOAT column's bounds
+# leave NaN out (SPARK-58482, open in 4.1): `x > 0.7` over a cached change set loses its NaN rows,
+# which are greater than any number. A refresh turns it off before it caches (`cache_pruning`).
+CACHE_PRUNING = "spark.sql.inMemoryColumnarStorage.partitionPruning"
 
 
 def session_settings(db: Database) -> dict[str, str]:
-    """The session's values of `MEANING_SETTINGS` and of `SCRIPTING`, in one `SET` (the settings
+    """The session's values of `MEANING_SETTINGS`, `SCRIPTING` and `CACHE_PRUNING`, in one `SET` (the settings
     the session has a value of; a setting it has none of has its default). The first run of a
     process on a server learns the defaults (`SET -v`, and `SET key` for the internal settings it
     does not list) and keeps them for the server's next runs."""
@@ -375,7 +379,8 @@ def session_settings(db: Database) -> dict[str, str]:
         if server:
             again = _explicit(db)  # another thread may have set one meanwhile (under `session`)
             _DEFAULTS[server] = {k: v for k, v in defaults.items() if k not in again}
-    return {k: explicit[k] if k in explicit else defaults[k] for k in keys}
+    found = {k: explicit[k] if k in explicit else defaults[k] for k in keys}
+    return found | {CACHE_PRUNING: explicit.get(CACHE_PRUNING, "true")}  # unset: Spark's default, on
 
 
 def _explicit(db: Database) -> dict[str, str]:
@@ -397,6 +402,13 @@ def meaning(settings: Mapping[str, str]) -> dict[str, str]:
 def scripts(settings: Mapping[str, str]) -> bool:
     """Whether the server runs SQL scripts, from `session_settings`' answer."""
     return settings.get(SCRIPTING, "").strip().lower() == "true"
+
+
+def cache_pruning(settings: Mapping[str, str]) -> bool:
+    """Whether the session skips cached batches by their bounds (`CACHE_PRUNING`), from
+    `session_settings`' answer: a refresh sets it off (for the session: a reset could race another
+    thread's refresh, and off is only slower, on cached tables)."""
+    return settings.get(CACHE_PRUNING, "true").strip().lower() != "false"
 
 
 def encode_settings(settings: Mapping[str, str]) -> str:

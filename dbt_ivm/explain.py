@@ -61,10 +61,13 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
         cols = ", ".join(f"{n} {t}" for n, t in s.columns) or "(no columns used)"
         lines.append(f"  [{s.index}] {s.alias} = {s.table} ({s.side.value}); reads {cols}")
     lines.append("join tree:")
-    for branch in plan.set_operation.branches if plan.set_operation is not None else ():
+    if plan.union is not None:
+        lines.append(f"  {plan.union.alias} = UNION ALL of:")
+    branches = plan.set_operation.branches if plan.set_operation is not None else ()
+    for branch in branches or (plan.union.branches if plan.union is not None else ()):
         lines.append(f"  branch {branch.index}" + " (SELECT DISTINCT)" * branch.distinct + ":")
         lines += _tree_lines(branch.plan, branch.plan.tree, 2)
-    if plan.set_operation is None:
+    if plan.set_operation is None and plan.union is None:
         lines += _tree_lines(plan, plan.tree)
     if plan.where is not None:
         lines.append(f"where: {plan.where.sql(dialect=DIALECT)}")

@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import cast
 
 from sqlglot import exp
 
@@ -340,6 +341,22 @@ class SetOperations:
         return set_branches(self.tree)
 
 
+UNION_PLACEHOLDER = f"{HIDDEN_PREFIX}union"  # the table name a query over a UNION ALL leaf reads it by
+
+
+@dataclass(frozen=True)
+class UnionLeaf:
+    """A UNION ALL subquery (or CTE) that an aggregate's query reads as its one FROM item: a derived
+    leaf. The model's query reads it as `UNION_PLACEHOLDER AS alias`; its rows at a version are its
+    branches' rows at that version (`query`, the normalized UNION ALL, whose columns are
+    `columns`), its change the UNION ALL of its branches' changes (`classes.union_leaf`)."""
+
+    alias: str
+    columns: tuple[str, ...]
+    query: exp.Query
+    branches: tuple[Branch, ...]
+
+
 @dataclass(frozen=True)
 class ViewPlan:
     """Everything about a view that a build or a refresh needs, decided once."""
@@ -361,11 +378,17 @@ class ViewPlan:
     subqueries: Subqueries | None = None  # a semi-join view's subquery tests (`ViewClass.SEMI_JOIN`)
     set_operation: SetOperations | None = None  # a set operation's branches (`ViewClass.SET_OPERATION`)
     order: tuple[Ordering, ...] = ()  # the model's top-level ORDER BY, kept by the view `ref()` reads
+    union: UnionLeaf | None = None  # an aggregate over a UNION ALL subquery: its leaf
 
     @property
     def model_query(self) -> exp.Query:
-        """The whole normalized query: `query`, or a set operation's."""
-        return self.set_operation.query if self.set_operation is not None else self.query
+        """The whole normalized query: `query` (with its UNION ALL leaf in place), or a set operation's."""
+        if self.set_operation is not None:
+            return self.set_operation.query
+        if self.union is not None:
+            leaf = self.union.query.subquery(exp.to_identifier(self.union.alias, quoted=True))
+            return cast(exp.Query, self.query.transform(lambda n: leaf.copy() if _is_placeholder(n) else n))
+        return self.query
 
     @property
     def is_global(self) -> bool:
@@ -419,6 +442,10 @@ class ViewPlan:
         if self.order:  # a view of a model without ORDER BY keeps the hash it was built with
             payload["order"] = [[o.column, o.descending, o.nulls_first] for o in self.order]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _is_placeholder(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Table) and node.name == UNION_PLACEHOLDER
 
 
 @dataclass(frozen=True)

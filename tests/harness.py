@@ -1141,3 +1141,63 @@ CALCULATED = Family(
     ),
     odds=(("p", 0.85), ("q", 0.35)),
 )
+
+
+# Aggregates over a UNION ALL subquery or CTE (`analyze.union_leaf`): COUNT, SUM, MIN/MAX, AVG,
+# HAVING, COUNT(DISTINCT) and STDDEV by group recompute, a global aggregate, SELECT DISTINCT, NULL
+# keys, NaN and the infinities, branches that are joins and outer joins, a table read by two
+# branches and by a join in each, branch types Spark widens (DOUBLE and DECIMAL, DECIMAL and INT,
+# a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns.
+LA = Table("la", (("k", "int"), ("g", "string"), ("x", "double special")))
+LB = Table("lb", (("k", "int"), ("g", "string"), ("y", "double"), ("m", "decimal(10,2)")))
+LC = Table("lc", (("j", "int"), ("z", "string")))
+_FEEDS = "SELECT 'a' AS feed, k, x FROM {db}.la UNION ALL SELECT 'b', k, y FROM {db}.lb"
+UNIONS = Family(
+    "unions",
+    (LA, LB, LC),
+    (
+        _agg(
+            "u_feeds",
+            f"SELECT feed, k, count(*) AS n, sum(x) AS s, max(x) AS hi, min(x) AS lo FROM ({_FEEDS}) u "
+            "GROUP BY feed, k",
+        ),
+        _agg(
+            "u_avg_having",
+            "SELECT g, avg(x) AS ax, count(x) AS cx FROM (SELECT g, x FROM {db}.la UNION ALL "
+            "SELECT g, m FROM {db}.lb) u GROUP BY g HAVING count(*) > 1",
+        ),
+        _agg(
+            "u_no_rule",
+            "SELECT k, count(DISTINCT g) AS dg, stddev(x) AS sd FROM (SELECT k, g, y AS x FROM {db}.lb "
+            "UNION ALL SELECT j, z, 1.5 FROM {db}.lc) u GROUP BY k",
+        ),
+        _agg(
+            "u_global",
+            "SELECT count(*) AS n, sum(m) AS s, max(g) AS hi, min(m) AS lo FROM (SELECT g, m FROM {db}.lb "
+            "UNION ALL SELECT g, k FROM {db}.la WHERE k > 1 UNION ALL SELECT z, j FROM {db}.lc WHERE j > 100) u",
+        ),
+        _agg(
+            "u_self",
+            "SELECT k, count(*) AS n, min(x) AS lo, max(g) AS hg FROM (SELECT k, g, x FROM {db}.la UNION ALL "
+            "SELECT k, g, x FROM {db}.la WHERE g IS NOT NULL UNION ALL SELECT j, z, NULL FROM {db}.lc) u GROUP BY k",
+        ),
+        _agg(
+            "u_joins",
+            "SELECT z, count(*) AS n, sum(x) AS s, max(k) AS hk FROM (SELECT c.z, a.x, a.k FROM {db}.la a "
+            "JOIN {db}.lc c ON a.k = c.j UNION ALL SELECT c.z, b.y, b.k FROM {db}.lb b LEFT JOIN {db}.lc c "
+            "ON b.k = c.j) u GROUP BY z",
+        ),
+        _agg(
+            "u_cte_where",
+            "WITH u AS (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, m FROM {db}.lb) "
+            "SELECT g, sum(x) AS s, max(k) AS hk, count(*) AS n FROM u WHERE x > 0.7 OR k IS NULL GROUP BY g",
+        ),
+        _agg("u_distinct", "SELECT DISTINCT g, k FROM (SELECT g, k FROM {db}.la UNION ALL SELECT z, j FROM {db}.lc) u"),
+        _agg(
+            "u_expressions",
+            "SELECT k % 2 AS parity, coalesce(g, '-') AS gg, sum(v) AS s, max(v) AS hi, count(*) AS n "
+            "FROM (SELECT k, g, m AS v FROM {db}.lb UNION ALL SELECT k, g, k FROM {db}.la) u "
+            "GROUP BY k % 2, coalesce(g, '-')",
+        ),
+    ),
+)

@@ -30,6 +30,7 @@ from tests.harness import (
     SETOPS,
     SINGLE,
     SUBQUERIES,
+    UNIONS,
     USING,
     WINDOWS,
     WT,
@@ -48,7 +49,7 @@ pytestmark = pytest.mark.spark
 # budget (the outer family's one round still takes every flip and compensation path).
 SAMPLE = {"single": 2, "joins": 1, "keyed": 2, "aggregates": 1, "outer": 1, "coerced": 2, "using": 1}
 SAMPLE |= {"merged": 2, "windows": 1, "chains": 1}  # merged: its first round changes none of its sources
-SAMPLE |= {"subqueries": 1, "setops": 1, "calculated": 1}
+SAMPLE |= {"subqueries": 1, "setops": 1, "calculated": 1, "unions": 1}
 # x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
@@ -64,9 +65,10 @@ STRESS = {
     "subqueries": 40,  # x14 views: 560 checks
     "setops": 50,
     "calculated": 40,
+    "unions": 60,  # x9 views: 540 checks
 }
 FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
-FAMILIES += [SUBQUERIES, SETOPS, CALCULATED]
+FAMILIES += [SUBQUERIES, SETOPS, CALCULATED, UNIONS]
 
 
 def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float | None = None) -> None:

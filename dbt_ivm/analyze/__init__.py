@@ -17,7 +17,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `shape`: outputs, grouping and aggregates, the view's class and hidden columns;
 - `windows`: a window view's SELECT, the query over it, and the partition its windows share;
 - `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
-- `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own.
+- `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own;
+- `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import setops, shape, subqueries, windows
+from dbt_ivm.analyze import setops, shape, subqueries, union_leaf, windows
 from dbt_ivm.analyze.calculated import merge_calculated
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
@@ -76,6 +77,8 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
 
 def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
     """The plan of a model that is not a set operation, without its top-level ORDER BY."""
+    if (found := union_leaf.find(raw)) is not None:
+        return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]

@@ -53,20 +53,11 @@ def set_operation_name(node: exp.SetOperation) -> str:
 def set_plan(tree: exp.SetOperation, plan_branch: BranchPlanner) -> ViewPlan:
     """The plan of a top-level set operation; `plan_branch` analyzes one branch (a SELECT with the
     model's CTEs) as a model of its own."""
-    with_ = tree.args.get("with_")
-    selects: list[exp.Select] = []
-    shape = _shape(tree, selects)
-    branches: list[Branch] = []
-    offset = 0
-    for index, select in enumerate(selects):
-        branch = _branch(index, select, with_, offset, plan_branch)
-        branches.append(branch)
-        offset += len(branch.plan.sources)
-    _check_widths(branches, selects)
+    shape, branches = analyzed_branches(tree, tree.args.get("with_"), plan_branch)
     node = _nodes(shape, iter(branches))
     first = branches[0].plan
     sources = tuple(dataclasses.replace(s, index=b.offset + s.index) for b in branches for s in b.plan.sources)
-    query = _query(shape, iter(branches))
+    query = normalized_query(shape, branches)
     verbatim.check_round_trip(query)
     return ViewPlan(
         view_class=ViewClass.SET_OPERATION,
@@ -79,6 +70,26 @@ def set_plan(tree: exp.SetOperation, plan_branch: BranchPlanner) -> ViewPlan:
         functions=first.functions,
         set_operation=SetOperations(query, node),
     )
+
+
+def analyzed_branches(tree: exp.Expr, with_: exp.With | None, plan_branch: BranchPlanner) -> tuple[Shape, list[Branch]]:
+    """The set operation's shape and its branches, each analyzed as a model of its own (with the
+    CTEs `with_`), its sources numbered after the branches' before it (`Branch.offset`)."""
+    selects: list[exp.Select] = []
+    shape = _shape(tree, selects)
+    branches: list[Branch] = []
+    offset = 0
+    for index, select in enumerate(selects):
+        branch = _branch(index, select, with_, offset, plan_branch)
+        branches.append(branch)
+        offset += len(branch.plan.sources)
+    _check_widths(branches, selects)
+    return shape, branches
+
+
+def normalized_query(shape: Shape, branches: list[Branch]) -> exp.Query:
+    """The normalized set operation: each branch's normalized SELECT (DISTINCT put back)."""
+    return _query(shape, iter(branches))
 
 
 # The shape of the set operation as parsed: a branch's position, or (kind, distinct, left, right).

@@ -68,6 +68,7 @@ from dbt_ivm.classes.recompute import Recompute, delta_stats, lost_groups, recom
 from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, WritePath, stager
 from dbt_ivm.classes.terms import terms_for
+from dbt_ivm.classes.union_leaf import leaf_relations, leaf_terms, over_leaf
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
@@ -102,6 +103,8 @@ def _whole_state(plan: ViewPlan) -> list[exp.Expr]:
 
 
 def _snapshots(plan: ViewPlan, versions: Mapping[str, int]) -> dict[str, exp.Expr]:
+    if plan.union is not None:  # the leaf's branches at the versions, in the placeholder's place
+        return leaf_relations(plan, versions)
     return {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
 
 
@@ -170,10 +173,13 @@ def delta_select(
     NULL taken for nothing): those groups are recomputed.
     A view without GROUP BY gives exactly one row, also when no row changed.
     """
-    rows = delta_terms(
-        plan, _rows(plan), old, new, staged, rids=False, signed=True, flips=flips, stage=stage, narrow=narrow
-    )
-    terms = [term for _, term in rows]
+    if plan.union is not None:  # the rows over the leaf's change
+        terms = leaf_terms(plan, _rows(plan), old, new, staged, stage)
+    else:
+        rows = delta_terms(
+            plan, _rows(plan), old, new, staged, rids=False, signed=True, flips=flips, stage=stage, narrow=narrow
+        )
+        terms = [term for _, term in rows]
     if not terms:
         return None
     d = col(DELTA_COLUMN)
@@ -336,7 +342,7 @@ def merge_statement(
 
 def state_types(plan: ViewPlan) -> exp.Select:
     """A query whose described types are the stored state's (see `recompute_rules`)."""
-    return grouped(plan, _whole_state(plan))
+    return over_leaf(plan, grouped(plan, _whole_state(plan)))
 
 
 class AggregateRules:

@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from dbt_ivm.aggregates import rule
 from dbt_ivm.classes.groups import argument_name, key_names, ungrouped
+from dbt_ivm.classes.union_leaf import over_leaf
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import HIDDEN_PREFIX, INTEGRAL_TYPES, Aggregate, TableName, ViewPlan
 from dbt_ivm.render import col, ident
@@ -53,7 +54,7 @@ def average_types(plan: ViewPlan) -> exp.Select | None:
     if not avgs:
         return None
     assert all(a.argument is not None for a in avgs)
-    return ungrouped(plan).select(
+    return over_leaf(plan, ungrouped(plan)).select(
         *[exp.Avg(this=a.argument.copy()).as_(ident(argument_name(a))) for a in avgs if a.argument is not None],
         *[exp.Min(this=a.argument.copy()).as_(ident(_argument_type(a))) for a in avgs if a.argument is not None],
         copy=False,

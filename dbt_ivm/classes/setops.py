@@ -89,7 +89,7 @@ def branch_plan(plan: ViewPlan, branch: Branch) -> ViewPlan:
     return dataclasses.replace(branch.plan, sources=sources)
 
 
-def _projected(select: exp.Select, names: list[str], types: Mapping[str, str]) -> exp.Select:
+def projected(select: exp.Select, names: list[str], types: Mapping[str, str]) -> exp.Select:
     """The branch's SELECT with the view's column names (the first branch's), each value cast to
     the model's type where it is known (Spark widens the branches to it)."""
     select = select.copy()
@@ -137,7 +137,7 @@ def build_select(
             for s in sub.sources
             if versions is not None
         }
-        rows = substitute(_projected(sub.query, _names(plan), {}), rels)
+        rows = substitute(projected(sub.query, _names(plan), {}), rels)
         tagged.append(_tagged(rows, plan, branch.index, lit(1)))
     return _summed(union_all(tagged), plan, _textual(plan, types))
 
@@ -155,7 +155,7 @@ def delta_select(
     for branch in _setops(plan).branches:
         sub = branch_plan(plan, branch)
         local = {i - branch.offset: name for i, name in staged.items() if 0 <= i - branch.offset < len(sub.sources)}
-        query = _projected(sub.query, _names(plan), types)
+        query = projected(sub.query, _names(plan), types)
         for _, term in delta_terms(sub, query, old, new, local, rids=False):
             tagged.append(_tagged(term, plan, branch.index, col(DELTA_COLUMN)))
     if not tagged:

@@ -1563,7 +1563,7 @@ REFUSED: list[Refused] = [
     no(
         "union_in_cte",
         "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) select id from u",
-        "set operation UNION ALL",
+        "a query over a UNION ALL subquery that is not an aggregate",
     ),
     no("recursive_cte", "with recursive r as (select 1 as n) select n from r", "WITH RECURSIVE"),
     # --- subqueries in expressions (EXISTS and IN tests in the WHERE are semi-join views) --------

@@ -78,6 +78,19 @@ def test_deferred_caches_go_in_the_script_of_the_next_query_and_a_flush_sends_th
     assert plain.sent == ["CACHE TABLE a AS SELECT 1", "SELECT 1"]
 
 
+def test_a_deferred_setting_goes_first_in_the_script_of_the_next_query():
+    db, recorded = Server(), []
+    deferred = batch.Deferred(recorded.append, db.execute, db.query, scripts=True)
+    deferred.setting("SET a.b=false")
+    deferred.run("CACHE TABLE a AS SELECT 1")
+    deferred.query("SELECT 2")
+    assert db.sent == ["BEGIN EXECUTE IMMEDIATE 'SET a.b=false'; CACHE TABLE a AS SELECT 1; SELECT 2; END"]
+    assert recorded == ["SET a.b=false", "CACHE TABLE a AS SELECT 1"]
+    plain = Server()
+    batch.Deferred(recorded.append, plain.execute, plain.query, scripts=False).setting("SET a.b=false")
+    assert plain.sent == ["SET a.b=false"]
+
+
 def test_the_settings_are_one_statement_once_a_process_knows_the_servers_defaults():
     first = Server(explicit={"spark.sql.ansi.enabled": "false"})
     settings = catalog.session_settings(first)
@@ -100,6 +113,8 @@ def test_the_settings_are_one_statement_once_a_process_knows_the_servers_default
     catalog.session_settings(other)
     assert other.sent[:3] == ["SET", "SET -v", f"SET {INTERNAL}"]
     assert not catalog.scripts(catalog.session_settings(other)) and catalog.scripts({catalog.SCRIPTING: "true"})
+    assert catalog.cache_pruning(settings)  # unset: Spark's default, asked of no server
+    assert not catalog.cache_pruning(catalog.session_settings(Server(explicit={catalog.CACHE_PRUNING: "false"})))
 
 
 MARK = Watermark({"db.s": 3}, "abc", token=7, run="r1")

@@ -32,6 +32,7 @@ from tests.unit.views import (
     SEMI,
     SETOPS,
     SIGNED,
+    UNION_AGG,
     WINDOW_SCHEMA,
 )
 
@@ -119,6 +120,13 @@ CASES |= {
     "delta_semi_join": lambda: semijoins.delta_select(analyze(SEMI, OUTER_SCHEMA), BACKING, SEMI_NEW, "__ivm_keys_x"),
     "merge_semi_join": lambda: semijoins.merge_statement(analyze(SEMI, OUTER_SCHEMA), BACKING, "__ivm_delta_x"),
     "view_semi_join": lambda: semijoins.view_select(analyze(NOT_IN, SCHEMA), BACKING),
+    "build_union_aggregate": lambda: aggregate.build_select(analyze(UNION_AGG, OUTER_SCHEMA), NEW),
+    "delta_union_aggregate": lambda: aggregate.delta_select(
+        analyze(UNION_AGG, OUTER_SCHEMA), OLD, NEW, {0: "__ivm_chg_0", 1: "__ivm_chg_1", 2: "__ivm_chg_2"}
+    ),
+    "recompute_union_aggregate": lambda: aggregate.recompute_select(
+        analyze(UNION_AGG, OUTER_SCHEMA), NEW, "__ivm_lost_x"
+    ),
 }
 
 

@@ -49,6 +49,11 @@ SETOPS = (
     "select o.id, c.name from db.o o join db.c c on o.cust = c.cid union all "
     "select r.rid, c.name from db.r r left join db.c c on r.cid = c.cid"
 )
+# An aggregate over a UNION ALL subquery (`analyze.union_leaf`): db.c in both branches, one a join.
+UNION_AGG = (
+    "select feed, cust, count(*) as n, sum(amt) as s, max(amt) as hi from (select 'o' as feed, o.cust, o.amt "
+    "from db.o o join db.c c on o.cust = c.cid union all select 'c', cid, 1.0 from db.c) u group by feed, cust"
+)
 NESTED_SETOPS = (
     "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
     "union all select id from db.o intersect select rid from db.r"

@@ -1,0 +1,168 @@
+"""An aggregate over a UNION ALL subquery (or CTE): the UNION ALL as a derived leaf
+(`ir.UnionLeaf`).
+
+`select feed, d, count(*), max(amt) from (select 'a' as feed, d, amt from db.a union all select
+'b', d, amt from db.b) u group by feed, d`: each branch is analyzed as a model of its own (one
+source, inner or outer joins, as a set operation's branch, `analyze.setops`), and the aggregate as
+a model over one table, a placeholder (`ir.UNION_PLACEHOLDER`) with the union's columns. The plan
+is the aggregate's, its sources the branches' (numbered as a set operation numbers them), and
+`classes.union_leaf` reads the leaf in the placeholder's place: its rows at the pinned versions
+for a build or a recompute, the UNION ALL of its branches' change terms for a refresh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+
+from dbt_ivm import verbatim
+from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
+from dbt_ivm.analyze.setops import SEPARATE_MODEL, analyzed_branches, normalized_query
+from dbt_ivm.ir import UNION_PLACEHOLDER, Branch, UnionLeaf, ViewClass, ViewPlan
+
+ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
+PLACEHOLDER_DB = "__ivm_leaf"
+
+
+class Found(NamedTuple):
+    """A UNION ALL the query `select` reads as its one FROM item: its body, its alias, and its CTE (if one)."""
+
+    select: exp.Select
+    union: exp.Union
+    alias: str
+    cte: exp.CTE | None
+
+
+def _unwrapped(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Subquery) and not node.alias:
+        node = node.this
+    return node
+
+
+def _all_union_all(node: exp.Expr) -> bool:
+    return all(isinstance(n, exp.Union) and not n.args.get("distinct") for n in node.find_all(exp.SetOperation))
+
+
+def find(select: exp.Expr) -> Found | None:
+    """The UNION ALL subquery, or CTE read once, that `select` reads as its only FROM item; None
+    for anything else (a set operation elsewhere is refused by `analyze.refusals`)."""
+    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("from_") is None:
+        return None
+    item = select.args["from_"].this
+    cte = None
+    if isinstance(item, exp.Subquery) and item.alias:
+        if item.args["alias"].columns:
+            return None
+        body, alias = _unwrapped(item.this), item.alias
+    elif isinstance(item, exp.Table) and not item.db:
+        with_ = select.args.get("with_")
+        name = item.name.lower()
+        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        reads = [t for t in select.find_all(exp.Table) if not t.db and t.name.lower() == name]
+        if cte is None or len(reads) != 1 or cte.args["alias"].columns:
+            return None
+        body, alias = _unwrapped(cte.this), item.alias_or_name
+    else:
+        return None
+    if not isinstance(body, exp.Union) or not _all_union_all(body):
+        return None
+    return Found(select, body, alias, cte)
+
+
+def _without(with_: exp.With | None, cte: exp.CTE | None) -> exp.With | None:
+    if with_ is None:
+        return None
+    kept = [c.copy() for c in with_.expressions if c is not cte]
+    return exp.With(expressions=kept) if kept else None
+
+
+def _placeholder(schema: Schema, alias: str) -> tuple[exp.Table, str]:
+    """The table the aggregate reads the leaf by, named as deep as the sources are, and its schema key."""
+    depth = len(next(iter(schema)).split(".")) if schema else 2
+    parts = [*[PLACEHOLDER_DB, PLACEHOLDER_DB][: depth - 1], UNION_PLACEHOLDER]
+    quoted = [exp.to_identifier(p, quoted=True) for p in parts]
+    table = exp.Table(
+        this=quoted[-1],
+        db=quoted[-2] if depth > 1 else None,
+        catalog=quoted[-3] if depth > 2 else None,
+        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
+    )
+    return table, ".".join(parts)
+
+
+def _types(branches: list[Branch], schema: Schema) -> list[str]:
+    """The union's column types as sqlglot infers them from the branches (the first known; "string"
+    where none is): the aggregate's analysis reads them (AVG's exact sum, checked against Spark's
+    types at build, `aggregate_view.check_exact`)."""
+    inferred = []
+    for branch in branches:
+        try:
+            parsed = sqlglot.parse_one(branch.plan.query.sql(dialect=DIALECT), read="spark")
+            typed = annotate_types(parsed, schema=nested_schema(schema), dialect="spark")
+        except Exception:  # sqlglot's Spark dialect cannot read it: nothing inferred
+            continue
+        inferred.append([e.type.sql(dialect="spark").lower() if e.type else "unknown" for e in typed.expressions])
+    if not inferred:
+        return ["string"] * len(branches[0].plan.outputs)
+    columns = zip(*inferred, strict=True)
+    return [next((t for t in ts if t not in ("unknown", "null")), "string") for ts in columns]
+
+
+def _selects(node: exp.Expr) -> list[exp.Select]:
+    node = _unwrapped(node)
+    if isinstance(node, exp.Union):
+        return _selects(node.this) + _selects(node.expression)
+    return [node] if isinstance(node, exp.Select) else []
+
+
+def _named_as_first(union: exp.Union) -> exp.Union:
+    """A copy of `union` whose later branches name their columns as the first branch does (Spark
+    names the union's columns after the first branch's: `select 'a' as feed … union all select 'b' …`)."""
+    union = union.copy()
+    first, *others = _selects(union)
+    names = [e.alias_or_name for e in first.expressions]
+    if not all(names) or any(isinstance(e, exp.Star) or e.is_star for e in first.expressions):
+        return union
+    for select in others:
+        if len(select.expressions) == len(names) and not any(e.is_star for e in select.expressions):
+            named = [e.unalias().as_(n, quoted=True) for e, n in zip(select.expressions, names, strict=True)]
+            select.set("expressions", named)
+    return union
+
+
+def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
+    """The plan of an aggregate over the UNION ALL `found`: the aggregate's, with the leaf."""
+    select = found.select
+    with_ = _without(select.args.get("with_"), found.cte)
+    shape, branches = analyzed_branches(_named_as_first(found.union), with_, lambda branch: plan_model(branch, schema))
+    for branch in branches:
+        if branch.distinct:
+            raise refuse(
+                f"SELECT DISTINCT in a branch of a UNION ALL subquery ({snippet(branch.plan.query)})",
+                found.union,
+                SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"),
+            )
+    names = tuple(o.name for o in branches[0].plan.outputs)
+    table, key = _placeholder(schema, found.alias)
+    outer = select.copy()
+    outer.set("with_", with_)
+    outer.args["from_"].set("this", table)
+    plan = plan_model(outer, {**schema, key: dict(zip(names, _types(branches, schema), strict=True))})
+    if plan.view_class is not ViewClass.AGGREGATE:
+        raise refuse(
+            f"a query over a UNION ALL subquery that is not an aggregate ({plan.view_class.value})",
+            found.union,
+            SEPARATE_MODEL.format("UNION ALL", "")
+            + "; an aggregate (GROUP BY or aggregates) over one UNION ALL subquery is maintained",
+        )
+    sources = tuple(dataclasses.replace(s, index=b.offset + s.index) for b in branches for s in b.plan.sources)
+    query = normalized_query(shape, branches)
+    verbatim.check_round_trip(query)
+    view_class = ViewClass.AGGREGATE if len(sources) == 1 else ViewClass.AGGREGATE_JOIN
+    leaf = UnionLeaf(plan.sources[0].alias, names, query, tuple(branches))
+    return dataclasses.replace(plan, view_class=view_class, sources=sources, union=leaf)

@@ -49,9 +49,13 @@ class Deferred:
         send: Callable[[str], None],
         ask: Callable[[str], list[dict[str, Any]]],
         scripts: bool,
+        settings: Sequence[str] = (),
     ):
+        """`settings`: SETs made before anything else (`setting`)."""
         self.record, self.send, self.ask, self.scripts = record, send, ask, scripts
         self.pending: list[str] = []
+        for statement in settings:
+            self.setting(statement)
 
     def run(self, statement: str) -> None:
         self.record(statement)

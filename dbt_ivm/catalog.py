@@ -361,7 +361,7 @@ _DEFAULTS: dict[str, dict[str, str]] = {}
 SCRIPTING = "spark.sql.scripting.enabled"  # SQL scripts (BEGIN … END) run as one statement (`batch`)
 # Spark skips a cached table's batch by its columns' bounds, and a DOUBLE or FLOAT column's bounds
 # leave NaN out (SPARK-58482, open in 4.1): `x > 0.7` over a cached change set loses its NaN rows,
-# which are greater than any number. A refresh turns it off before it caches (`cache_pruning`).
+# which are greater than any number. A refresh turns it off before it caches (`before_caching`).
 CACHE_PRUNING = "spark.sql.inMemoryColumnarStorage.partitionPruning"
 
 
@@ -404,11 +404,11 @@ def scripts(settings: Mapping[str, str]) -> bool:
     return settings.get(SCRIPTING, "").strip().lower() == "true"
 
 
-def cache_pruning(settings: Mapping[str, str]) -> bool:
-    """Whether the session skips cached batches by their bounds (`CACHE_PRUNING`), from
-    `session_settings`' answer: a refresh sets it off (for the session: a reset could race another
-    thread's refresh, and off is only slower, on cached tables)."""
-    return settings.get(CACHE_PRUNING, "true").strip().lower() != "false"
+def before_caching(settings: Mapping[str, str]) -> tuple[str, ...]:
+    """What a refresh sets before it caches, from `session_settings`' answer: pruning by bounds off
+    (`CACHE_PRUNING`) where the session has it on. For the session: a reset could race another
+    thread's refresh, and off is only slower, on cached tables."""
+    return () if settings.get(CACHE_PRUNING, "true").strip().lower() == "false" else (f"SET {CACHE_PRUNING}=false",)
 
 
 def encode_settings(settings: Mapping[str, str]) -> str:

@@ -26,7 +26,7 @@ from dbt_ivm.catalog import (
     SourceInfo,
     Stored,
     backing_table,
-    cache_pruning,
+    before_caching,
     catalog_entries,
     check_source,
     checked_upstreams,
@@ -136,7 +136,7 @@ class Inspection:
     sizes: Mapping[str, int] | None
     auto_seconds: float = 0.0  # what reading the moved sources' commits and the sizes took
     scripts: bool = False  # the server runs SQL scripts: statements go in fewer round trips (`batch`)
-    cache_pruning: bool = False  # the session skips cached batches by bounds that leave NaN out (`catalog`)
+    before_caching: tuple[str, ...] = ()  # settings a refresh sets before it caches (`catalog.before_caching`)
 
     @property
     def view(self) -> TableName:
@@ -216,7 +216,7 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         sizes,
         time.time() - started,
         scripts(answered),
-        cache_pruning(answered),
+        before_caching(answered),
     )
 
 

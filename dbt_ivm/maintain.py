@@ -27,7 +27,6 @@ from sqlglot import exp
 from dbt_ivm import batch, known_properties, layout, quick, reconfigure, render
 from dbt_ivm.analyze import parse
 from dbt_ivm.catalog import (
-    CACHE_PRUNING,
     VIEW_HISTORY_ROWS,
     Database,
     FeedOff,
@@ -349,10 +348,8 @@ class Maintainer:
                 for s in i.plan.sources
                 if i.rules.stages_changes(i.plan) and s.table.key in i.moved
             }
-            # each CACHE TABLE goes in the script of the query after it (`batch`)
-            deferred = batch.Deferred(self.statements.append, self.db.execute, self.db.query, i.scripts)
-            if i.cache_pruning:  # before any read of a cached table: it may lose NaN rows
-                deferred.setting(f"SET {CACHE_PRUNING}=false")
+            db = self.db  # each CACHE TABLE goes in the script of the query after it (`batch`)
+            deferred = batch.Deferred(self.statements.append, db.execute, db.query, i.scripts, i.before_caching)
             self._stage_changes(i, staged, deferred.run)
             refresh = Refresh(
                 i.plan,

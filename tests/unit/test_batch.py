@@ -113,8 +113,8 @@ def test_the_settings_are_one_statement_once_a_process_knows_the_servers_default
     catalog.session_settings(other)
     assert other.sent[:3] == ["SET", "SET -v", f"SET {INTERNAL}"]
     assert not catalog.scripts(catalog.session_settings(other)) and catalog.scripts({catalog.SCRIPTING: "true"})
-    assert catalog.cache_pruning(settings)  # unset: Spark's default, asked of no server
-    assert not catalog.cache_pruning(catalog.session_settings(Server(explicit={catalog.CACHE_PRUNING: "false"})))
+    assert catalog.before_caching(settings) == (f"SET {catalog.CACHE_PRUNING}=false",)  # unset: Spark's default, on
+    assert not catalog.before_caching(catalog.session_settings(Server(explicit={catalog.CACHE_PRUNING: "false"})))
 
 
 MARK = Watermark({"db.s": 3}, "abc", token=7, run="r1")

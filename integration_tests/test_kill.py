@@ -61,8 +61,10 @@ MATRIX = os.environ.get("IVM_KILL_MATRIX") == "1"
 MATRIX_MODELS = [m for m in os.environ.get("IVM_KILL_MODELS", "").split(",") if m] or list(MODELS)
 # The connection cuts during the write (the fault hook's): the server's session lost ("cut"), or
 # kept with the answer lost ("lose"), under the profile's `query_retries` (dbt-spark re-submits
-# the statement after a lost connection that many times). The suite runs the re-submission.
-CUTS = [(fault, retries) for fault in ("lose", "cut") for retries in (0, 1)] if MATRIX else [("lose", 1)]
+# the statement after a lost connection that many times). The suite runs the re-submission;
+# IVM_CUT_FAULTS=cut: the matrix runs that fault only.
+FAULTS = [f for f in os.environ.get("IVM_CUT_FAULTS", "").split(",") if f] or ["lose", "cut"]
+CUTS = [(fault, retries) for fault in FAULTS for retries in (0, 1)] if MATRIX else [("lose", 1)]
 
 
 def changes(n: int) -> list[str]:

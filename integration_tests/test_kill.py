@@ -5,16 +5,21 @@ runs: the connection is cut mid-MERGE), and the next run may start while it stil
 
 The boundaries are counted, not listed: one refresh of each model runs with the adapter's test
 hook logging its statements (`dbt/adapters/ivm_spark/faults.py`), then a refresh is killed after
-each statement k (and during its one write). The suite runs a sample (the join view, killed
-during its write); `IVM_KILL_MATRIX=1` runs every class and every k.
+each statement k (and during its one write, found by the hook: `write`). Each killed run logs its
+statements too, so a case checks that the kill came where it meant to: after k statements whose
+shapes (`shape`) are the logged run's first k, or after the write was sent.
+The suite runs a sample (the join view, killed during its write); `IVM_KILL_MATRIX=1` runs every
+class and every k.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -56,8 +61,10 @@ MATRIX = os.environ.get("IVM_KILL_MATRIX") == "1"
 MATRIX_MODELS = [m for m in os.environ.get("IVM_KILL_MODELS", "").split(",") if m] or list(MODELS)
 # The connection cuts during the write (the fault hook's): the server's session lost ("cut"), or
 # kept with the answer lost ("lose"), under the profile's `query_retries` (dbt-spark re-submits
-# the statement after a lost connection that many times). The suite runs the re-submission.
-CUTS = [(fault, retries) for fault in ("lose", "cut") for retries in (0, 1)] if MATRIX else [("lose", 1)]
+# the statement after a lost connection that many times). The suite runs the re-submission;
+# IVM_CUT_FAULTS=cut: the matrix runs that fault only.
+FAULTS = [f for f in os.environ.get("IVM_CUT_FAULTS", "").split(",") if f] or ["lose", "cut"]
+CUTS = [(fault, retries) for fault in FAULTS for retries in (0, 1)] if MATRIX else [("lose", 1)]
 
 
 def changes(n: int) -> list[str]:
@@ -68,6 +75,28 @@ def changes(n: int) -> list[str]:
         f"DELETE FROM {{schema}}.orders WHERE order_id = {200 + n - 1}",
         f"UPDATE {{schema}}.customers SET name = concat(name, '{n % 10}') WHERE customer_id = {10 + n % 5}",
     ]
+
+
+def shape(statement: str) -> str:
+    """What a statement is, the same in two refreshes on one path: its first 80 characters with
+    hex names and numbers masked (the rest holds the change set's values, which differ)."""
+    hex_masked = re.sub(r"(?<![0-9A-Za-z])(?=[0-9a-f]*\d)[0-9a-f]{8,}(?![0-9A-Za-z])", "H", statement)
+    return re.sub(r"\d+", "#", hex_masked)[:80]
+
+
+def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str]) -> None:
+    """A killed run's statements (`ran`) show the kill where `hook` meant it: after statement k,
+    on the path of the logged run (`sent`), or during the write (the write was sent)."""
+    [(when, k)] = hook.items()
+    if k == "write":
+        assert any(is_write(s) for s in ran), ("no write was sent before the kill", ran[-3:])
+        return
+    diverged = next((i for i, (a, b) in enumerate(zip(ran, sent, strict=False), 1) if shape(a) != shape(b)), None)
+    assert len(ran) == int(k) and diverged is None, (
+        f"{when}={k}: the killed run sent {len(ran)} statements, its path left the logged one at {diverged}",
+        ran[(diverged or len(ran)) - 1][:300] if ran else None,
+        sent[(diverged or len(ran)) - 1][:300] if ran else None,
+    )
 
 
 def dbt_process(project, name: str | None, profiles: Path | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -122,11 +151,13 @@ class TestKillAtEveryStatement:
         assert ran.returncode == 0 and "refreshed" in ran.stdout, ran.stdout[-3000:]
         return log.read_text().splitlines()
 
-    def killed_then_repaired(self, project, name: str, n: int, **hook: str) -> str:
+    def killed_then_repaired(self, project, name: str, n: int, sent: list[str], log: Path, **hook: str) -> str:
         """The next run's outcome: its message's first word, `lost the race` when the killed
-        run's write landed meanwhile (the run after then catches up)."""
+        run's write landed meanwhile (the run after then catches up). The killed run logs its
+        statements to `log`: the kill must have come where `hook` meant it (`sent`: the logged
+        run's statements)."""
         self.change(project, n)
-        killed = dbt_process(project, name, **hook)
+        killed = dbt_process(project, name, IVM_FAULT_STATEMENT_LOG=str(log), **hook)
         assert killed.returncode == -9, (hook, killed.stdout[-3000:])
         results = run_dbt(["run", "-s", name], expect_pass=None)
         outcome = str(results[0].message).split(":")[0]
@@ -134,6 +165,7 @@ class TestKillAtEveryStatement:
             assert "committed first" in str(results[0].message), results[0].message
             outcome = "lost the race, then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
         assert self.equal_to_its_sql(project, name), (name, hook)
+        killed_where_meant(sent, log.read_text().splitlines(), hook)
         return outcome
 
     def test_the_next_run_repairs_a_killed_refresh(self, project, tmp_path):
@@ -143,18 +175,21 @@ class TestKillAtEveryStatement:
         failed: list[str] = []
         for name in MATRIX_MODELS if MATRIX else ["k_join"]:
             n += 1
-            sent = self.statements(project, name, tmp_path, n)
-            write = next(k for k, s in enumerate(sent, 1) if is_write(s))
-            counted[name] = (len(sent), write)
-            kills = [{"IVM_FAULT_KILL_DURING_STATEMENT": str(write)}]
-            after = range(1, len(sent) + 1) if MATRIX else []
-            kills += [{"IVM_FAULT_KILL_AFTER_STATEMENTS": str(k)} for k in after]
+            sent = self.statements(project, name, tmp_path, n) if MATRIX else []
+            counted[name] = (len(sent), next((k for k, s in enumerate(sent, 1) if is_write(s)), None))
+            kills = [{"IVM_FAULT_KILL_DURING_STATEMENT": "write"}]
+            # the last boundaries first: the class's own statements (the first are the same reads
+            # in every class), so a matrix stopped early has run the ones that differ
+            kills += [{"IVM_FAULT_KILL_AFTER_STATEMENTS": str(k)} for k in range(len(sent), 0, -1)]
             for hook in kills:
                 n += 1
                 [(when, k)] = hook.items()
                 case = f"{name} killed {'during' if 'DURING' in when else 'after'} statement {k}"
-                repaired = partial(self.killed_then_repaired, project, name, n, **hook)
-                print(f"\n{case}: {outcomes(failed, case, repaired, name)}")
+                log = tmp_path / f"{name}.{n}.statements"
+                repaired = partial(self.killed_then_repaired, project, name, n, sent, log, **hook)
+                started = time.monotonic()
+                said = outcomes(failed, case, repaired, name)
+                print(f"\n{case}: {said} ({time.monotonic() - started:.0f} s)", flush=True)
         print(f"\nstatements per refresh (count, the write's index): {counted}")
         assert not failed, failed
 
@@ -219,7 +254,9 @@ class TestKillAtEveryStatement:
                 n += 1
                 case = f"{name} connection {fault}, query_retries {retries}"
                 cut = partial(self.cut_then_repaired, project, tmp_path, name, n, fault, retries)
-                print(f"\n{case}: {outcomes(failed, case, cut, name)}")
+                started = time.monotonic()
+                said = outcomes(failed, case, cut, name)
+                print(f"\n{case}: {said} ({time.monotonic() - started:.0f} s)", flush=True)
         assert not failed, failed
 
     @pytest.mark.stress

@@ -119,8 +119,7 @@ def keeps_rows(history: Iterable[Mapping[str, Any]], start: int, end: int) -> bo
     """Every commit of versions start..end kept the table's rows as they were (`KEEPS_ROWS`: an
     OPTIMIZE, a ZORDER, a REORG … PURGE, a property set), so its change feed over them is empty;
     False when `history` misses one."""
-    commits = _commits(history, start, end)
-    return commits is not None and all(_operation(c) in KEEPS_ROWS for c in commits)
+    return _only(history, start, end, KEEPS_ROWS)
 
 
 # Commits that change rows, or none, and never a table property (so neither its change data feed):
@@ -131,8 +130,12 @@ KEEPS_PROPERTIES = NO_DATA_OPERATIONS | frozenset({"WRITE", "MERGE", "UPDATE", "
 def keeps_properties(history: Iterable[Mapping[str, Any]], start: int, end: int) -> bool:
     """Every commit of versions start..end is one of `KEEPS_PROPERTIES`; False when `history`
     misses one."""
+    return _only(history, start, end, KEEPS_PROPERTIES)
+
+
+def _only(history: Iterable[Mapping[str, Any]], start: int, end: int, operations: frozenset[str]) -> bool:
     commits = _commits(history, start, end)
-    return commits is not None and all(_operation(c) in KEEPS_PROPERTIES for c in commits)
+    return commits is not None and all(_operation(c) in operations for c in commits)
 
 
 def matched_several(commit: Mapping[str, Any]) -> bool:

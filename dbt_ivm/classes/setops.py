@@ -122,6 +122,23 @@ def _summed(rows: exp.Query, plan: ViewPlan, textual: frozenset[str] = frozenset
     return exp.select(*values, *sums).from_(rows.subquery(ident(f"{HIDDEN_PREFIX}u"))).group_by(*keys)
 
 
+def branch_rows(plan: ViewPlan, branch: Branch, names: list[str], versions: Mapping[str, int] | None) -> exp.Select:
+    """The branch's SELECT under `names` (`projected`, no casts), its sources at `versions` (None: as they are)."""
+    sub = branch_plan(plan, branch)
+    rels = {
+        s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False)
+        for s in sub.sources
+        if versions is not None
+    }
+    return substitute(projected(sub.query, names, {}), rels)
+
+
+def branch_staged(branch: Branch, staged: Mapping[int, str]) -> dict[int, str]:
+    """The cached change sets of the branch's own sources, by their index in the branch."""
+    count = len(branch.plan.sources)
+    return {i - branch.offset: name for i, name in staged.items() if 0 <= i - branch.offset < count}
+
+
 def build_select(
     plan: ViewPlan, versions: Mapping[str, int] | None, types: Mapping[str, str] | None = None
 ) -> exp.Select:
@@ -131,14 +148,7 @@ def build_select(
     operation widens them."""
     tagged = []
     for branch in _setops(plan).branches:
-        sub = branch_plan(plan, branch)
-        rels = {
-            s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False)
-            for s in sub.sources
-            if versions is not None
-        }
-        rows = substitute(projected(sub.query, _names(plan), {}), rels)
-        tagged.append(_tagged(rows, plan, branch.index, lit(1)))
+        tagged.append(_tagged(branch_rows(plan, branch, _names(plan), versions), plan, branch.index, lit(1)))
     return _summed(union_all(tagged), plan, _textual(plan, types))
 
 
@@ -154,9 +164,8 @@ def delta_select(
     tagged = []
     for branch in _setops(plan).branches:
         sub = branch_plan(plan, branch)
-        local = {i - branch.offset: name for i, name in staged.items() if 0 <= i - branch.offset < len(sub.sources)}
         query = projected(sub.query, _names(plan), types)
-        for _, term in delta_terms(sub, query, old, new, local, rids=False):
+        for _, term in delta_terms(sub, query, old, new, branch_staged(branch, staged), rids=False):
             tagged.append(_tagged(term, plan, branch.index, col(DELTA_COLUMN)))
     if not tagged:
         return None

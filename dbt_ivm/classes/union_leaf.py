@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt_ivm.classes.changes import delta_terms
-from dbt_ivm.classes.relations import snapshot_relation, substitute, union_all
+from dbt_ivm.classes.relations import substitute, union_all
 from dbt_ivm.classes.rules import Stage
-from dbt_ivm.classes.setops import branch_plan, projected
+from dbt_ivm.classes.setops import branch_plan, branch_rows, branch_staged, projected
 from dbt_ivm.ir import DELTA_COLUMN, HIDDEN_PREFIX, UnionLeaf, ViewPlan
 from dbt_ivm.render import col, ident, lit
 
@@ -51,16 +51,7 @@ def _named(plan: ViewPlan, rows: exp.Query, *extra: str) -> exp.Select:
 def _rows(plan: ViewPlan, versions: Mapping[str, int] | None) -> exp.Select:
     """The leaf's rows: each branch under the union's column names, its sources at `versions`
     (None: as they are)."""
-    leaf = _leaf(plan)
-    branches = []
-    for branch in leaf.branches:
-        sub = branch_plan(plan, branch)
-        rels = {
-            s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False)
-            for s in sub.sources
-            if versions is not None
-        }
-        branches.append(substitute(projected(sub.query, _positional(plan), {}), rels))
+    branches = [branch_rows(plan, branch, _positional(plan), versions) for branch in _leaf(plan).branches]
     return _named(plan, union_all(branches))
 
 
@@ -88,7 +79,7 @@ def _change(
     terms: list[exp.Select] = []
     for branch in leaf.branches:
         sub = branch_plan(plan, branch)
-        local = {i - branch.offset: t for i, t in staged.items() if 0 <= i - branch.offset < len(sub.sources)}
+        local = branch_staged(branch, staged)
         query = projected(sub.query, names, {})
         terms += [t for _, t in delta_terms(sub, query, old, new, local, rids=False, signed=True, stage=stage)]
     if not terms:

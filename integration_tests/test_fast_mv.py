@@ -129,7 +129,7 @@ class TestFastMvLifecycle:
         before = self.check_all(spark, schema)
         assert all(before.values()), "every view starts non-empty"
         assert before["orders_mv"][(7, 11, 300.0, 600.0, "SHIPPED")] == 2, "duplicate rows are kept"
-        assert_tests_pass(3)
+        # (the consistency test runs after the refresh below; check_all compared the builds)
 
         # inserts, updates, deletes, NULLs and duplicates on all three sources
         for statement in SHOP_CHANGES:

@@ -22,7 +22,7 @@ NO_CHANGE = 4
 VIEWS = {
     "single": (f"select id, cust, amt * 2 as a2 from {DB}.o where amt > 3", 9),
     "join": (f"select o.id, o.amt, c.name from {DB}.o o join {DB}.c c on o.cust = c.cid", 12),
-    "outer": (f"select c.cid, c.name, o.id, o.amt from {DB}.c c left join {DB}.o o on o.cust = c.cid", 13),
+    "outer": (f"select c.cid, c.name, o.id, o.amt from {DB}.c c left join {DB}.o o on o.cust = c.cid", 12),
     "aggregate": (f"select cust, count(*) as n, sum(amt) as s, max(amt) as m from {DB}.o group by cust", 10),
     "window": (f"select id, cust, row_number() over (partition by cust order by id) as rn from {DB}.o", 9),
     "setop": (f"select id as k from {DB}.o union select cid as k from {DB}.c", 10),

@@ -1,6 +1,6 @@
 """Statements per refresh, counted as sent to Spark (`SparkDatabase.log`: every statement of a run,
 queries too), for one view of each class: a run with no change, and a refresh of mixed changes
-(one test, seven views: 552 s measured at a load average of 17-19 on the 2-core machine).
+(one test, seven views: 343 s measured at a load average of 16-19 on the 2-core machine).
 A SQL script (`batch`) is one statement: the settings are one `SET`, each CACHE TABLE goes with the
 query after it, and the write is one script with its settings and the releases of the cached tables.
 Each counted run is the first of a new process on the server (`catalog._DEFAULTS` forgotten): the

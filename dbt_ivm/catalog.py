@@ -355,9 +355,14 @@ def session_setting(db: Database, key: str) -> str:
     return str(found[0].get("value")) if found else ""
 
 
-# Setting -> its default, per Spark server (its `spark.app.id`): a default cannot change while the
-# server runs, so each process asks a server for them once (`session_settings`).
+# Setting -> its default, per Spark server (`_server`): a default cannot change while the server
+# runs, so each process asks a server for them once (`session_settings`), or reads them from a
+# watermark a run on the same server wrote (`server_defaults`).
 _DEFAULTS: dict[str, dict[str, str]] = {}
+# What names a server (a running Spark application) in `SET`'s answer: its id, which a local
+# session makes of the clock's milliseconds, with its driver's address, which two at once do not share
+SERVER_KEYS = ("spark.app.id", "spark.driver.host", "spark.driver.port")
+SERVER = "__ivm.server"  # `session_settings`' answer: the server (`_server`)
 SCRIPTING = "spark.sql.scripting.enabled"  # SQL scripts (BEGIN … END) run as one statement (`batch`)
 # Spark skips a cached table's batch by its columns' bounds, and a DOUBLE or FLOAT column's bounds
 # leave NaN out (SPARK-58482, open in 4.1): `x > 0.7` over a cached change set loses its NaN rows,
@@ -365,14 +370,18 @@ SCRIPTING = "spark.sql.scripting.enabled"  # SQL scripts (BEGIN … END) run as 
 CACHE_PRUNING = "spark.sql.inMemoryColumnarStorage.partitionPruning"
 
 
-def session_settings(db: Database) -> dict[str, str]:
+def session_settings(db: Database, recorded: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The session's values of `MEANING_SETTINGS`, `SCRIPTING` and `CACHE_PRUNING`, in one `SET` (the settings
-    the session has a value of; a setting it has none of has its default). The first run of a
-    process on a server learns the defaults (`SET -v`, and `SET key` for the internal settings it
-    does not list) and keeps them for the server's next runs."""
+    the session has a value of; a setting it has none of has its default), and the server under
+    `SERVER`. The defaults are known from an earlier run of this process on the server, or from
+    `recorded` (`server_defaults` of a run on the same server, read from the storage's watermark);
+    else this run learns them (`SET -v`, and `SET key` for the internal settings it does not list)
+    and keeps them for the server's next runs."""
     explicit = _explicit(db)
-    server = explicit.get("spark.app.id", "")
+    server = _server(explicit)
     keys = (*MEANING_SETTINGS, SCRIPTING)
+    if server and recorded and recorded.get("srv") == server and isinstance(recorded.get("v"), Mapping):
+        _DEFAULTS[server] = {**{str(k): str(v) for k, v in recorded["v"].items()}, **_DEFAULTS.get(server, {})}
     defaults = _DEFAULTS.get(server, {}) if server else {}
     if any(k not in explicit and k not in defaults for k in keys):
         defaults = {**defaults, **_defaults(db, [k for k in keys if k not in explicit])}
@@ -380,12 +389,25 @@ def session_settings(db: Database) -> dict[str, str]:
             again = _explicit(db)  # another thread may have set one meanwhile (under `session`)
             _DEFAULTS[server] = {k: v for k, v in defaults.items() if k not in again}
     found = {k: explicit[k] if k in explicit else defaults[k] for k in keys}
-    return found | {CACHE_PRUNING: explicit.get(CACHE_PRUNING, "true")}  # unset: Spark's default, on
+    return found | {CACHE_PRUNING: explicit.get(CACHE_PRUNING, "true"), SERVER: server}  # unset: on
+
+
+def server_defaults(settings: Mapping[str, str]) -> dict[str, Any] | None:
+    """What a watermark records of the server's defaults that this process knows (`Watermark.defaults`),
+    from `session_settings`' answer; None where it knows none."""
+    server = settings.get(SERVER, "")
+    known = _DEFAULTS.get(server) if server else None
+    return {"srv": server, "v": dict(sorted(known.items()))} if known else None
 
 
 def _explicit(db: Database) -> dict[str, str]:
     """The settings the session has a value of (`SET`)."""
     return {str(r.get("key")): str(r.get("value")) for r in db.query("SET")}
+
+
+def _server(explicit: Mapping[str, str]) -> str:
+    """The server `SET`'s answer names (`SERVER_KEYS`); '' without an application id."""
+    return " ".join(explicit.get(k, "") for k in SERVER_KEYS) if explicit.get(SERVER_KEYS[0]) else ""
 
 
 def _defaults(db: Database, keys: Sequence[str]) -> dict[str, str]:

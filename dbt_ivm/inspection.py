@@ -40,6 +40,7 @@ from dbt_ivm.catalog import (
     recent_history,
     row_counts,
     scripts,
+    server_defaults,
     session_settings,
 )
 from dbt_ivm.classes import ViewRules, rules_for
@@ -137,6 +138,7 @@ class Inspection:
     auto_seconds: float = 0.0  # what reading the moved sources' commits and the sizes took
     scripts: bool = False  # the server runs SQL scripts: statements go in fewer round trips (`batch`)
     before_caching: tuple[str, ...] = ()  # settings a refresh sets before it caches (`catalog.before_caching`)
+    defaults: Mapping[str, Any] | None = None  # the server's defaults, as a watermark records them (`server_defaults`)
 
     @property
     def view(self) -> TableName:
@@ -192,7 +194,7 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
     entries = [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view]
     catalog = early.catalog if early and not chained else catalog_entries(db, entries)
     created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
-    answered = dict(known.settings) if known.settings is not None else session_settings(db)
+    answered = dict(known.settings) if known.settings is not None else session_settings(db, _recorded(known))
     histories = early.histories if early else {t.key: _history(db, known, t.key, versioned[t.key]) for t in plan.tables}
     pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
     guess = known_properties.expected(plan, encode_settings(meaning(answered)), cluster_by)
@@ -217,7 +219,14 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         time.time() - started,
         scripts(answered),
         before_caching(answered),
+        server_defaults(answered),
     )
+
+
+def _recorded(known: Known) -> Mapping[str, Any] | None:
+    """The server's defaults the storage's watermark records (`Watermark.defaults`), if any."""
+    mark = latest_watermark(known.storage) if known.storage else None
+    return mark.defaults if mark is not None else None
 
 
 @dataclass(frozen=True)

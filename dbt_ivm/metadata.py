@@ -69,6 +69,9 @@ class Watermark:
     # What the writer knew of the storage's table properties at this commit (`known_properties.record`);
     # None where it did not.
     props: Mapping[str, Any] | None = None
+    # The server's setting defaults the writer knew, with the server (`catalog.server_defaults`): a
+    # later process on the same server reads them here instead of asking; None where it knew none.
+    defaults: Mapping[str, Any] | None = None
 
     def encode(self) -> str:
         body = {
@@ -89,6 +92,8 @@ class Watermark:
             body["quick"] = self.quick
         if self.props is not None:
             body["props"] = self.props
+        if self.defaults is not None:
+            body["dflt"] = self.defaults
         return MARKER + settable_json(body)
 
     @classmethod
@@ -108,6 +113,7 @@ class Watermark:
             body.get("cfg"),
             body.get("quick"),
             body.get("props"),
+            body.get("dflt"),
         )
 
 

@@ -119,7 +119,7 @@ def check(db: Database, model: Model, change_feed: bool, configuration: Configur
     mark = Watermark.decode(rows[0].get("userMetadata"), rows[0].get("version")) if rows else None
     if mark is None or not isinstance(mark.quick, Mapping):
         return Known(storage=rows)
-    settings = session_settings(db)
+    settings = session_settings(db, mark.defaults)
     known = Known(settings, rows)
     if mark.quick.get("key") != quick_key(model, change_feed, configuration, settings) or not scripts(settings):
         return known

@@ -296,7 +296,7 @@ def test_harness_catches_a_new_groups_sum_over_no_value_inserted_as_0(spark, spa
 
 def test_harness_catches_missing_ns_compensation(spark, spark_db, monkeypatch):
     monkeypatch.setattr(outer_terms._Term, "_compensation", lambda self, node, changed, other, *rest: [])
-    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow, *_: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=5)
 
 
@@ -314,7 +314,7 @@ def test_harness_catches_a_counted_compensation_without_its_conditions(spark, sp
         "_counted",
         lambda self, node, x, change, narrow, keys, own: original(self, node, x, change, narrow, keys, []),
     )
-    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow, *_: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, FILTERED_LEFT_JOIN, 8, seed=9)
 
 
@@ -331,7 +331,7 @@ def test_harness_catches_a_counted_compensation_at_the_wrong_version(spark, spar
             self.versions = before
 
     monkeypatch.setattr(outer_terms._Term, "_counted", after)
-    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow: (frozenset(), ""))  # no flip instead
+    monkeypatch.setattr(terms, "decide_flips", lambda refresh, narrow, *_: (frozenset(), ""))  # no flip instead
     assert _breaks(spark, spark_db, LEFT_JOIN, 8, seed=1)
 
 

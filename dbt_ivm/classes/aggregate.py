@@ -63,7 +63,7 @@ from dbt_ivm.classes.groups import (
     slot,
     ungrouped,
 )
-from dbt_ivm.classes.joins import narrowing
+from dbt_ivm.classes.joins import narrowed_flips
 from dbt_ivm.classes.recompute import Recompute, delta_stats, lost_groups, recompute_rules
 from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Stage, Write, WritePath, stager
@@ -371,8 +371,7 @@ class AggregateRules:
         pinned versions; one MERGE."""
         plan = refresh.plan
         rules = recompute_rules(plan, refresh.describe(state_types(plan)))
-        narrow = narrowing(refresh)
-        flips, flipped = terms_for(plan).flips(refresh, narrow)
+        narrow, flips, flipped = narrowed_flips(refresh)
         delta = delta_select(
             plan,
             refresh.old,

@@ -6,6 +6,7 @@ row flips with its one match, and the compensation reads neither the source nor 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlglot import exp
 
@@ -14,7 +15,9 @@ from dbt_ivm.classes.keys import key_equalities
 from dbt_ivm.classes.relations import Narrowing, copies, snapshot_relation, union_all
 from dbt_ivm.classes.rules import Refresh
 from dbt_ivm.ir import HIDDEN_PREFIX, ViewPlan
-from dbt_ivm.render import col, ident, lit, sql
+from dbt_ivm.render import col, func, ident, lit, sql
+
+REPEATS = f"{HIDDEN_PREFIX}repeats"  # `with_repeats`' column
 
 
 def flip_keys(plan: ViewPlan) -> dict[int, tuple[str, ...]]:
@@ -100,18 +103,43 @@ def repeated_in_change(plan: ViewPlan, keys: Mapping[int, tuple[str, ...]], stag
     return _occurrences_with_rows(parts)
 
 
-def decide_flips(refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
+def repeats_check(refresh: Refresh) -> exp.Select | None:
+    """`repeated_in_change` over this refresh's flip candidates (the staged occurrences with
+    `flip_keys`); None where there is none."""
+    keys = flip_keys(refresh.plan)
+    candidates = {i: refresh.staged[i] for i in keys if i in refresh.staged}
+    return repeated_in_change(refresh.plan, keys, candidates) if candidates else None
+
+
+def with_repeats(query: exp.Query, check: exp.Select) -> exp.Select:
+    """`query`'s rows, each with `check`'s answer (`_occurrences_with_rows`) as 'i,j,…' in column
+    `REPEATS`: two questions over the staged change sets in one round trip (`repeats_in`)."""
+    listed = func("concat_ws", lit(","), func("collect_list", exp.cast(col("i"), "string")))
+    answer = exp.select(listed).from_(check.subquery(ident(f"{HIDDEN_PREFIX}r"))).subquery()
+    return exp.select(exp.Star(), answer.as_(ident(REPEATS))).from_(query.subquery(ident(f"{HIDDEN_PREFIX}q")))
+
+
+def repeats_in(rows: Sequence[Mapping[str, Any]]) -> frozenset[int] | None:
+    """The occurrences `with_repeats` answered, from any of its rows; None without a row."""
+    if not rows:
+        return None
+    return frozenset(int(i) for i in str(rows[0].get(REPEATS) or "").split(",") if i)
+
+
+def decide_flips(
+    refresh: Refresh, narrow: Narrowing, answered: frozenset[int] | None = None
+) -> tuple[frozenset[int], str]:
     """The changed occurrences that take the unique-key flip in this refresh, and a log detail:
     those whose change rows' key values are unique in the source at both versions. The change
-    sets are asked first (`repeated_in_change`); the sources, narrowed by `narrow`, only for the
-    occurrences whose change repeats no key values (`duplicate_keys`)."""
+    sets are asked first (`repeats_check`, unless `answered` already); the sources, narrowed by
+    `narrow`, only for the occurrences whose change repeats no key values (`duplicate_keys`)."""
     plan = refresh.plan
     keys = flip_keys(plan)
     candidates = [i for i in keys if i in refresh.staged]
-    if not candidates:
+    check = repeats_check(refresh)
+    if check is None:
         return frozenset(), ""
-    check = repeated_in_change(plan, keys, {i: refresh.staged[i] for i in candidates})
-    repeated = {int(row["i"]) for row in refresh.query(sql(check))}
+    repeated = set(answered) if answered is not None else {int(row["i"]) for row in refresh.query(sql(check))}
     versions = [
         (i, version, refresh.staged[i])
         for i in candidates

@@ -26,6 +26,7 @@ from dbt_ivm.classes.change_stats import (
     value_ranges,
 )
 from dbt_ivm.classes.changes import delta_terms
+from dbt_ivm.classes.flips import repeats_check, repeats_in, with_repeats
 from dbt_ivm.classes.identities import changed_identities, existing_identities, identity_filter, read_identities
 from dbt_ivm.classes.keys import key_ranges, key_stats
 from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
@@ -118,6 +119,23 @@ def narrowing(refresh: Refresh) -> Narrowing:
     if stats is None:
         return {}
     return key_ranges(refresh.staged, keys, refresh.query(sql(stats)))
+
+
+def narrowed_flips(refresh: Refresh) -> tuple[Narrowing, frozenset[int], str]:
+    """This refresh's filters (`narrowing`) and the occurrences that take the unique-key flip,
+    with its log detail (`Terms.flips`). Whether a change set repeats a flip key
+    (`flips.repeats_check`) is asked in the filters' query (`flips.with_repeats`): one round trip."""
+    terms = terms_for(refresh.plan)
+    keys = terms.join_keys()
+    stats, check = key_stats(refresh.staged, keys), repeats_check(refresh)
+    narrow: Narrowing = {}
+    answered = None
+    if stats is not None:
+        rows = refresh.query(sql(stats if check is None else with_repeats(stats, check)))
+        narrow = key_ranges(refresh.staged, keys, rows)
+        answered = None if check is None else repeats_in(rows)
+    flips, detail = terms.flips(refresh, narrow, answered)
+    return narrow, flips, detail
 
 
 def key_match(plan: ViewPlan, left: str, right: str) -> exp.Expr:
@@ -276,8 +294,7 @@ class IdentityRules:
     def apply(self, refresh: Refresh) -> Write:
         """Cache the net change per identity tuple once, then one MERGE, INSERT, or nothing."""
         plan = refresh.plan
-        narrow = narrowing(refresh)
-        flips, detail = terms_for(plan).flips(refresh, narrow)
+        narrow, flips, detail = narrowed_flips(refresh)
         delta = delta_select(
             plan, refresh.old, refresh.new, refresh.staged, flips=flips, stage=stager(refresh), narrow=narrow
         )

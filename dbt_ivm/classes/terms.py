@@ -47,8 +47,11 @@ class Terms(Protocol):
         """Per occurrence, the join keys a term's other occurrences are narrowed by (`keys`)."""
         ...
 
-    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
-        """The occurrences that take the unique-key flip in this refresh, and a log detail."""
+    def flips(
+        self, refresh: Refresh, narrow: Narrowing, answered: frozenset[int] | None = None
+    ) -> tuple[frozenset[int], str]:
+        """The occurrences that take the unique-key flip in this refresh, and a log detail
+        (`answered`: `flips.repeats_check`'s answer, where read already)."""
         ...
 
     def climb_steps(self, index: int) -> list[str]:
@@ -83,7 +86,9 @@ class InnerTerms:
     def join_keys(self) -> JoinKeys:
         return inner_join_keys(self.plan)
 
-    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
+    def flips(
+        self, refresh: Refresh, narrow: Narrowing, answered: frozenset[int] | None = None
+    ) -> tuple[frozenset[int], str]:
         return frozenset(), ""  # no outer join: no padded row to flip
 
     def climb_steps(self, index: int) -> list[str]:
@@ -108,8 +113,10 @@ class OuterTerms:
     def join_keys(self) -> JoinKeys:
         return outer_join_keys(self.plan)
 
-    def flips(self, refresh: Refresh, narrow: Narrowing) -> tuple[frozenset[int], str]:
-        return decide_flips(refresh, narrow)
+    def flips(
+        self, refresh: Refresh, narrow: Narrowing, answered: frozenset[int] | None = None
+    ) -> tuple[frozenset[int], str]:
+        return decide_flips(refresh, narrow, answered)
 
     def climb_steps(self, index: int) -> list[str]:
         return climb_steps(self.plan, self.plan.tree, index)

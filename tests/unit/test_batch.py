@@ -117,6 +117,27 @@ def test_the_settings_are_one_statement_once_a_process_knows_the_servers_default
     assert not catalog.before_caching(catalog.session_settings(Server(explicit={catalog.CACHE_PRUNING: "false"})))
 
 
+def test_a_process_reads_the_defaults_a_run_on_the_same_server_recorded_in_its_watermark():
+    """`catalog.server_defaults` goes in the watermark (`Watermark.defaults`); a later process
+    reads it there instead of asking, on the same server only (`catalog.SERVER_KEYS`)."""
+    first = Server(explicit={"spark.driver.host": "h", "spark.driver.port": "1"})
+    settings = catalog.session_settings(first)
+    recorded = catalog.server_defaults(settings)
+    assert recorded is not None and recorded["srv"] == "app-1 h 1" and recorded["v"][INTERNAL] == "internal default"
+    mark = Watermark.decode(Watermark({"db.s": 3}, "abc", defaults=recorded).encode())
+    assert mark is not None and mark.defaults == recorded
+
+    catalog._DEFAULTS.clear()  # a new process
+    again = Server(explicit={"spark.driver.host": "h", "spark.driver.port": "1"})
+    assert catalog.session_settings(again, mark.defaults) == settings and again.sent == ["SET"]
+    assert catalog.server_defaults(settings) == recorded
+    catalog._DEFAULTS.clear()
+    restarted = Server(explicit={"spark.driver.host": "h", "spark.driver.port": "2"})  # another server, same app id
+    catalog.session_settings(restarted, mark.defaults)
+    assert restarted.sent[:3] == ["SET", "SET -v", f"SET {INTERNAL}"]
+    assert catalog.server_defaults({catalog.SERVER: ""}) is None and catalog.session_settings(Server(app=""))
+
+
 MARK = Watermark({"db.s": 3}, "abc", token=7, run="r1")
 BACKING = TableName("db", "v__ivm")
 

@@ -68,3 +68,38 @@ def test_the_compensation_counts_matches_where_on_is_key_equalities_and_one_side
         assert "`db`.`c` VERSION AS OF 2" in sql and "`__ivm_dn`" not in sql
     full = analyze("select o.id, c.name from db.o o full join db.c c on o.cust = c.cid", SCHEMA)
     assert [k for k, _ in outer_terms.counted_on(full, full.tree, 0)[0]] == ["cust"]  # either side of a FULL join
+
+
+def test_the_change_sets_repeats_are_asked_in_the_key_ranges_query():
+    """`joins.narrowed_flips`: whether a change set repeats a flip key rides on the key ranges'
+    query (one round trip); the source is read (`duplicate_keys`) only where none repeats, and
+    the check is asked alone where the ranges' query returns no row."""
+    from dbt_ivm.classes.rules import Refresh
+    from dbt_ivm.ir import TableName
+
+    left = analyze("select o.id, c.name from db.o o left join db.c c on c.cid = o.cust", SCHEMA)
+
+    def run(*answers: list[dict]) -> tuple[list[str], frozenset[int], dict]:
+        asked: list[str] = []
+        queue = list(answers)
+
+        def query(sql: str) -> list[dict]:
+            asked.append(sql)
+            return queue.pop(0)
+
+        refresh = Refresh(
+            left, TableName("db", "v__ivm"), {"db.o": 1, "db.c": 1}, {"db.o": 1, "db.c": 2}, {1: "chg"},
+            lambda role: role, lambda _: None, query, lambda _: {},
+        )  # fmt: skip
+        narrow, flipped, _ = joins.narrowed_flips(refresh)
+        return asked, flipped, narrow
+
+    ranges = {"p": 0, "lo_1_0": 3, "hi_1_0": 9}
+    asked, flipped, narrow = run([{**ranges, flips.REPEATS: "1"}])
+    assert len(asked) == 1 and "`__ivm_repeats`" in asked[0] and "FROM `chg` WHERE NOT `cid` IS NULL" in asked[0]
+    assert flipped == frozenset() and narrow  # repeats: the general compensation, c not read
+    asked, flipped, _ = run([{**ranges, flips.REPEATS: ""}], [])
+    assert len(asked) == 2 and "VERSION AS OF" in asked[1] and flipped == frozenset({1})
+    asked, flipped, _ = run([], [{"i": 1}])  # no row: the check alone
+    assert len(asked) == 2 and asked[1].startswith("SELECT DISTINCT `i`") and flipped == frozenset()
+    assert flips.repeats_in([{flips.REPEATS: "0,2"}]) == frozenset({0, 2}) and flips.repeats_in([]) is None

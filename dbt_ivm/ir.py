@@ -335,7 +335,8 @@ class DistributedUnion:
     (`analyze.union_join`): set-operation branch *i* is the join over `derived[i]`, branch *i* of
     the union under the union's column names. `union` is the normalized UNION ALL as the model
     reads it; `compared` the union's columns the join reads other than as a plain output, which
-    each derived branch must have in the union's type (checked at build: `classes.setops`)."""
+    each derived branch must have in the union's type (checked before a build:
+    `analyze.union_join.check_types`)."""
 
     alias: str
     union: exp.Query

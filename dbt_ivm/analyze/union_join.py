@@ -14,15 +14,15 @@ compared and computed as STRING), so a distributed branch means the same only wh
 union's types. A column the join reads as a plain output only is cast to the model's type by the
 set operation; every other (in ON, WHERE or an expression: `compared`) must have one type in every
 branch. The analysis types what it can (a source column, a CAST, a string literal, NULL): a NULL
-beside one known type is cast to it, two different known types are refused; the build compares
-each derived branch's types with the union's as Spark gives them (`classes.setops`).
+beside one known type is cast to it, two different known types are refused; before a build, Spark compares
+each derived branch's types with the union's (`check_types`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from sqlglot import exp
@@ -31,7 +31,7 @@ from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse, snippet
 from dbt_ivm.analyze.setops import BRANCH_CLASSES, analyzed_branches, normalized_query, set_plan
 from dbt_ivm.analyze.union_leaf import all_union_all, named_as_first, unwrapped, without_cte
 from dbt_ivm.errors import UnsupportedView
-from dbt_ivm.ir import Branch, DistributedUnion, ViewClass, ViewPlan
+from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
 
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
 OWN_MODEL = (
@@ -197,7 +197,7 @@ def _derived(branches: list[Branch], names: list[str], compared: list[str], unio
                 union,
                 f"cast {name} to one type in every branch (CAST(... AS <type>)), or " + OWN_MODEL,
             )
-        if len(known) == 1 and all(row[k] is not None for row in types):
+        if len(known) == 1:  # a branch the analysis cannot type must agree (`check_types`)
             casts[k] = exp.DataType.build(known.pop(), dialect=DIALECT)
     derived = []
     for branch, row in zip(branches, types, strict=True):
@@ -236,3 +236,40 @@ def _canonical(spark_type: str) -> str | None:
         return exp.DataType.build(spark_type, dialect=DIALECT).sql(dialect=DIALECT).lower()
     except Exception:  # a type sqlglot does not know: not inferred, the build compares it
         return None
+
+
+Describe = Callable[[exp.Select], Mapping[str, str]]  # a query's column types (DESCRIBE QUERY)
+
+
+def check_types(plan: ViewPlan, describe: Describe) -> None:
+    """A distributed join (`ir.DistributedUnion`) is the model's join where every branch has the
+    union's type in each column the join compares or computes with (`compared`). Before a build,
+    Spark's types of the union and of each branch as the engine reads it, in one DESCRIBE QUERY
+    (planned, not run); a difference is refused, naming the column."""
+    found = plan.set_operation.distributed if plan.set_operation is not None else None
+    if found is None or not found.compared:
+        return
+    parts = [found.union, *found.derived]
+    names = [exp.to_identifier(f"{HIDDEN_PREFIX}p{n}", quoted=True) for n in range(len(parts))]
+    columns = [
+        exp.column(c, table=names[n].copy(), quoted=True).as_(
+            exp.to_identifier(f"{HIDDEN_PREFIX}t{n}_{k}", quoted=True)
+        )
+        for n in range(len(parts))
+        for k, c in enumerate(found.compared)
+    ]
+    query = exp.select(*columns).from_(parts[0].subquery(names[0]))
+    for part, name in zip(parts[1:], names[1:], strict=True):
+        query = query.join(part.subquery(name), join_type="cross")
+    types = describe(query)
+    for k, column in enumerate(found.compared):
+        union = types[f"{HIDDEN_PREFIX}t0_{k}"]
+        for n in range(1, len(parts)):
+            branch = types[f"{HIDDEN_PREFIX}t{n}_{k}"]
+            if branch != union:
+                raise UnsupportedView(
+                    f"column {column} of the UNION ALL {found.alias}, which the join reads, is {union} in the union "
+                    f"(Spark widens its branches to it) and {branch} in branch {n - 1}",
+                    f"cast {column} to {union} in every branch of the UNION ALL, or make the UNION ALL its own "
+                    "fast_mv model and join to it (fast_mv models can read each other)",
+                )

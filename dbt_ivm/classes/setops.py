@@ -26,7 +26,6 @@ from sqlglot import exp
 from dbt_ivm.classes.changes import delta_terms, normalized_when_grouped
 from dbt_ivm.classes.relations import snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
-from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import (
     COUNT_COLUMN,
     DELTA_COLUMN,
@@ -279,37 +278,6 @@ def merge_statement(
     return exp.Merge(this=target, using=temp_table(delta).as_(s), on=on, whens=exp.Whens(expressions=whens))
 
 
-def check_distributed(plan: ViewPlan, describe: Describe) -> None:
-    """A join over a UNION ALL, distributed over its branches (`analyze.union_join`), is the
-    model's join where every branch has the union's type in each column the join compares or
-    computes with (`DistributedUnion.compared`): Spark's types of the union and of each branch as
-    the engine reads it, in one DESCRIBE QUERY; a difference is refused, naming the column."""
-    found = _setops(plan).distributed
-    if found is None or not found.compared:
-        return
-    parts = [found.union, *found.derived]
-    columns = [
-        col(c, f"{HIDDEN_PREFIX}p{n}").as_(ident(f"{HIDDEN_PREFIX}t{n}_{k}"))
-        for n in range(len(parts))
-        for k, c in enumerate(found.compared)
-    ]
-    query = exp.select(*columns).from_(parts[0].subquery(ident(f"{HIDDEN_PREFIX}p0")))
-    for n, part in enumerate(parts[1:], 1):
-        query = query.join(part.subquery(ident(f"{HIDDEN_PREFIX}p{n}")), join_type="cross")
-    types = describe(query)
-    for k, name in enumerate(found.compared):
-        union = types[f"{HIDDEN_PREFIX}t0_{k}"]
-        for n in range(1, len(parts)):
-            branch = types[f"{HIDDEN_PREFIX}t{n}_{k}"]
-            if branch != union:
-                raise UnsupportedView(
-                    f"column {name} of the UNION ALL {found.alias}, which the join reads, is {union} in the union "
-                    f"(Spark widens its branches to it) and {branch} in branch {n - 1}",
-                    f"cast {name} to {union} in every branch of the UNION ALL, or make the UNION ALL its own "
-                    "fast_mv model and join to it (fast_mv models can read each other)",
-                )
-
-
 class SetOperationRules:
     """Set operations: per-branch counts, changed by each branch's terms, applied by one MERGE."""
 
@@ -324,7 +292,6 @@ class SetOperationRules:
         return build_select(plan, versions, types)
 
     def user_view(self, plan: ViewPlan, backing: TableName, describe: Describe) -> exp.Select:
-        check_distributed(plan, describe)
         model = describe(exp.select("*").from_(plan.model_query.subquery(ident(f"{HIDDEN_PREFIX}m"))))
         stored = describe(build_select(plan, None))
         differing = {n: t for n, t in model.items() if stored.get(n) != t}

@@ -13,6 +13,7 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import analyze, consistency, verbatim
+from dbt_ivm.analyze.union_join import check_types
 from dbt_ivm.classes import aggregate, joins, semijoins, setops, windows
 from tests.unit.views import (
     AGG,
@@ -136,7 +137,7 @@ CASES |= {
 def _type_check(sql: str) -> exp.Select:
     """The DESCRIBE QUERY by which a build compares the union's types with its distributed branches'."""
     seen: list[exp.Select] = []
-    setops.check_distributed(analyze(sql, OUTER_SCHEMA), lambda q: seen.append(q) or defaultdict(lambda: "int"))
+    check_types(analyze(sql, OUTER_SCHEMA), lambda q: seen.append(q) or defaultdict(lambda: "int"))
     return seen[0]
 
 

@@ -1147,7 +1147,8 @@ CALCULATED = Family(
 # HAVING, COUNT(DISTINCT) and STDDEV by group recompute, a global aggregate, SELECT DISTINCT, NULL
 # keys, NaN and the infinities, branches that are joins and outer joins, a table read by two
 # branches and by a join in each, branch types Spark widens (DOUBLE and DECIMAL, DECIMAL and INT,
-# a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns.
+# a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns; and
+# joins over a UNION ALL (`analyze.union_join`).
 LA = Table("la", (("k", "int"), ("g", "string"), ("x", "double special")))
 LB = Table("lb", (("k", "int"), ("g", "string"), ("y", "double"), ("m", "decimal(10,2)")))
 LC = Table("lc", (("j", "int"), ("z", "string")))

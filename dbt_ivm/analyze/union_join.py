@@ -42,7 +42,7 @@ VOID = "void"  # the type of a NULL literal, which Spark widens to any other
 
 
 class Joined(NamedTuple):
-    """The UNION ALL that one FROM or JOIN item of `select` reads: the item, the union, its alias and CTE."""
+    """The UNION ALL that one FROM or JOIN item of `select` reads: its position, the union, its alias and CTE."""
 
     select: exp.Select
     position: int  # 0: the FROM item, k: the k-th JOIN's

@@ -63,6 +63,9 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     lines.append("join tree:")
     if plan.union is not None:
         lines.append(f"  {plan.union.alias} = UNION ALL of:")
+    if plan.set_operation is not None and plan.set_operation.distributed is not None:
+        alias = plan.set_operation.distributed.alias
+        lines.append(f"  the join over the UNION ALL {alias}, distributed: one branch per branch of {alias}")
     branches = plan.set_operation.branches if plan.set_operation is not None else ()
     for branch in branches or (plan.union.branches if plan.union is not None else ()):
         lines.append(f"  branch {branch.index}" + " (SELECT DISTINCT)" * branch.distinct + ":")

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from dbt_ivm import known_properties, layout, render
 from dbt_ivm.analyze import analyze, parse, source_tables
+from dbt_ivm.analyze.union_join import check_types
 from dbt_ivm.catalog import (
     CatalogEntry,
     Database,
@@ -31,6 +32,7 @@ from dbt_ivm.catalog import (
     check_source,
     checked_upstreams,
     covering_history,
+    describe_query,
     describe_source,
     describe_together,
     encode_settings,
@@ -199,6 +201,8 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
     pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
     guess = known_properties.expected(plan, encode_settings(meaning(answered)), cluster_by)
     stored = read_stored(db, model.backing, known.storage, guess) if model.backing.key in catalog else None
+    if stored is None or stored.mark is None or stored.mark.definition_hash != plan.definition_hash:
+        check_types(plan, lambda query: describe_query(db, query))  # before a build of this definition
     started = time.time()
     moved = moved_sources(db, plan, pinned, histories, stored)
     sizes = _sizes(db, model, plan, stored, moved)

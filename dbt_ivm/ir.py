@@ -330,11 +330,28 @@ def set_branches(node: SetNode) -> tuple[Branch, ...]:
 
 
 @dataclass(frozen=True)
+class DistributedUnion:
+    """A join over a UNION ALL subquery (or CTE) `alias`, distributed over the union's branches
+    (`analyze.union_join`): set-operation branch *i* is the join over `derived[i]`, branch *i* of
+    the union under the union's column names. `union` is the normalized UNION ALL as the model
+    reads it; `compared` the union's columns the join reads other than as a plain output, which
+    each derived branch must have in the union's type (checked before a build:
+    `analyze.union_join.check_types`)."""
+
+    alias: str
+    union: exp.Query
+    derived: tuple[exp.Select, ...]
+    compared: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SetOperations:
-    """A set-operation view: the normalized query and its tree of branches."""
+    """A set-operation view: the normalized query and its tree of branches (`distributed`: a join
+    over a UNION ALL subquery, each branch the join over one of its branches)."""
 
     query: exp.Query
     tree: SetNode
+    distributed: DistributedUnion | None = None
 
     @property
     def branches(self) -> tuple[Branch, ...]:

@@ -1147,7 +1147,8 @@ CALCULATED = Family(
 # HAVING, COUNT(DISTINCT) and STDDEV by group recompute, a global aggregate, SELECT DISTINCT, NULL
 # keys, NaN and the infinities, branches that are joins and outer joins, a table read by two
 # branches and by a join in each, branch types Spark widens (DOUBLE and DECIMAL, DECIMAL and INT,
-# a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns.
+# a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns; and
+# joins over a UNION ALL (`analyze.union_join`).
 LA = Table("la", (("k", "int"), ("g", "string"), ("x", "double special")))
 LB = Table("lb", (("k", "int"), ("g", "string"), ("y", "double"), ("m", "decimal(10,2)")))
 LC = Table("lc", (("j", "int"), ("z", "string")))
@@ -1193,6 +1194,25 @@ UNIONS = Family(
             "SELECT g, sum(x) AS s, max(k) AS hk, count(*) AS n FROM u WHERE x > 0.7 OR k IS NULL GROUP BY g",
         ),
         _agg("u_distinct", "SELECT DISTINCT g, k FROM (SELECT g, k FROM {db}.la UNION ALL SELECT z, j FROM {db}.lc) u"),
+        # joins over a UNION ALL (`analyze.union_join`): inner with an outer WHERE, a LEFT JOIN over a
+        # CTE whose NULL branch the ON compares (cast) and whose types the outputs widen, and SELECT
+        # DISTINCT over a RIGHT JOIN; lc both in the union and joined to it
+        View(
+            "u_join",
+            f"SELECT u.feed, u.k, u.x, c.z FROM ({_FEEDS}) u JOIN {{db}}.lc c ON u.k = c.j "
+            "WHERE u.x > 0.7 OR u.feed = 'b'",
+        ),
+        View(
+            "u_left_join",
+            "WITH u AS (SELECT k, g, m AS v FROM {db}.lb UNION ALL SELECT k, NULL, NULL FROM {db}.la WHERE x > 0.7 "
+            "UNION ALL SELECT j, z, j FROM {db}.lc) "
+            "SELECT u.k, u.v, u.g, c.z FROM u LEFT JOIN {db}.lc c ON u.k = c.j AND u.g = c.z",
+        ),
+        View(
+            "u_right_join",
+            "SELECT DISTINCT c.z, u.g FROM {db}.lc c RIGHT JOIN (SELECT k, g FROM {db}.la UNION ALL "
+            "SELECT k, g FROM {db}.lb UNION ALL SELECT NULL, z FROM {db}.lc) u ON c.j = u.k",
+        ),
         _agg(
             "u_expressions",
             "SELECT k % 2 AS parity, coalesce(g, '-') AS gg, sum(v) AS s, max(v) AS hi, count(*) AS n "

@@ -1019,6 +1019,45 @@ def test_an_aggregate_over_a_union_all_is_exact_when_its_branches_change_togethe
         spark.sql(f"drop database if exists {DB} cascade")
 
 
+def test_a_join_over_a_union_all_whose_branch_types_spark_widens_is_refused_before_a_build(spark, spark_db):
+    """The analysis cannot type `dim + 0` or `concat(code, '')`: where Spark widens the union's key
+    to STRING beside an INT branch, the build is refused before it writes, naming the column; where
+    the branches agree (BIGINT), the join is built, refreshed after both sides changed, and exact."""
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    try:
+        spark.sql(f"create table {DB}.a (id int, dim int) {CDF}")
+        spark.sql(f"create table {DB}.b (id int, dim bigint, code string) {CDF}")
+        spark.sql(f"create table {DB}.c (cid bigint, name string) {CDF}")
+        spark.sql(f"insert into {DB}.a values (1, 1), (2, NULL), (3, 2)")
+        spark.sql(f"insert into {DB}.b values (1, 1, '1'), (4, 2, '02')")
+        spark.sql(f"insert into {DB}.c values (1, 'x'), (2, 'y'), (NULL, 'z')")
+        widened = (
+            f"select f.id, c.name from (select id, dim as k from {DB}.a union all select id, concat(code, '') "
+            f"from {DB}.b) f join {DB}.c c on f.k = c.cid"
+        )
+        with pytest.raises(UnsupportedView, match="column k of the UNION ALL f, which the join reads, is string"):
+            mv(spark_db, "bad", widened).materialize()
+        assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
+        agreed = (
+            f"select f.id, f.k, c.name from (select id, dim + 0L as k from {DB}.a union all select id, dim "
+            f"from {DB}.b union all select id, null from {DB}.b where code = '1') f left join {DB}.c c on f.k = c.cid"
+        )
+        assert mv(spark_db, "v", agreed).materialize().action == "built"
+        assert_consistent(spark, spark_db)
+        spark.sql(f"insert into {DB}.a values (5, 2), (5, 2)")
+        spark.sql(f"update {DB}.b set code = '1' where id = 4")
+        spark.sql(f"delete from {DB}.c where name = 'y'")
+        assert mv(spark_db, "v", agreed).materialize().action == "refreshed"
+        assert_consistent(spark, spark_db)
+        rows = sorted(
+            (tuple(r) for r in spark.sql(f"select id, k, name from {DB}.v where id in (4, 5)").collect()), key=str
+        )
+        assert rows == [(4, 2, None), (4, None, None), (5, 2, None), (5, 2, None)]
+    finally:
+        spark.sql(f"drop database if exists {DB} cascade")
+
+
 def test_a_nan_in_a_cached_change_set_passes_a_filter_it_is_greater_than(spark, spark_db):
     """Spark skips a cached batch by its columns' bounds, which leave NaN out (`catalog.
     CACHE_PRUNING`): la's staged change holds only NaN and 0.5, so every batch of it looks below

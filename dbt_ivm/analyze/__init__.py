@@ -18,7 +18,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `windows`: a window view's SELECT, the query over it, and the partition its windows share;
 - `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
 - `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own;
-- `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf.
+- `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf;
+- `union_join`: a join over a UNION ALL subquery, distributed over its branches (a set operation).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Iterable
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import setops, shape, subqueries, union_leaf, windows
+from dbt_ivm.analyze import setops, shape, subqueries, union_join, union_leaf, windows
 from dbt_ivm.analyze.calculated import merge_calculated
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
@@ -79,6 +80,8 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     """The plan of a model that is not a set operation, without its top-level ORDER BY."""
     if (found := union_leaf.find(raw)) is not None:
         return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))
+    if (joined := union_join.find(raw)) is not None:
+        return union_join.join_plan(joined, schema, lambda query, known: analyze(query, known, declared))
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]

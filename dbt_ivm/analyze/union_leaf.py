@@ -38,13 +38,13 @@ class Found(NamedTuple):
     cte: exp.CTE | None
 
 
-def _unwrapped(node: exp.Expr) -> exp.Expr:
+def unwrapped(node: exp.Expr) -> exp.Expr:
     while isinstance(node, exp.Subquery) and not node.alias:
         node = node.this
     return node
 
 
-def _all_union_all(node: exp.Expr) -> bool:
+def all_union_all(node: exp.Expr) -> bool:
     return all(isinstance(n, exp.Union) and not n.args.get("distinct") for n in node.find_all(exp.SetOperation))
 
 
@@ -58,7 +58,7 @@ def find(select: exp.Expr) -> Found | None:
     if isinstance(item, exp.Subquery) and item.alias:
         if item.args["alias"].columns:
             return None
-        body, alias = _unwrapped(item.this), item.alias
+        body, alias = unwrapped(item.this), item.alias
     elif isinstance(item, exp.Table) and not item.db:
         with_ = select.args.get("with_")
         name = item.name.lower()
@@ -66,15 +66,15 @@ def find(select: exp.Expr) -> Found | None:
         reads = [t for t in select.find_all(exp.Table) if not t.db and t.name.lower() == name]
         if cte is None or len(reads) != 1 or cte.args["alias"].columns:
             return None
-        body, alias = _unwrapped(cte.this), item.alias_or_name
+        body, alias = unwrapped(cte.this), item.alias_or_name
     else:
         return None
-    if not isinstance(body, exp.Union) or not _all_union_all(body):
+    if not isinstance(body, exp.Union) or not all_union_all(body):
         return None
     return Found(select, body, alias, cte)
 
 
-def _without(with_: exp.With | None, cte: exp.CTE | None) -> exp.With | None:
+def without_cte(with_: exp.With | None, cte: exp.CTE | None) -> exp.With | None:
     if with_ is None:
         return None
     kept = [c.copy() for c in with_.expressions if c is not cte]
@@ -114,13 +114,13 @@ def _types(branches: list[Branch], schema: Schema) -> list[str]:
 
 
 def _selects(node: exp.Expr) -> list[exp.Select]:
-    node = _unwrapped(node)
+    node = unwrapped(node)
     if isinstance(node, exp.Union):
         return _selects(node.this) + _selects(node.expression)
     return [node] if isinstance(node, exp.Select) else []
 
 
-def _named_as_first(union: exp.Union) -> exp.Union:
+def named_as_first(union: exp.Union) -> exp.Union:
     """A copy of `union` whose later branches name their columns as the first branch does (Spark
     names the union's columns after the first branch's: `select 'a' as feed … union all select 'b' …`)."""
     union = union.copy()
@@ -138,8 +138,8 @@ def _named_as_first(union: exp.Union) -> exp.Union:
 def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
     """The plan of an aggregate over the UNION ALL `found`: the aggregate's, with the leaf."""
     select = found.select
-    with_ = _without(select.args.get("with_"), found.cte)
-    shape, branches = analyzed_branches(_named_as_first(found.union), with_, lambda branch: plan_model(branch, schema))
+    with_ = without_cte(select.args.get("with_"), found.cte)
+    shape, branches = analyzed_branches(named_as_first(found.union), with_, lambda branch: plan_model(branch, schema))
     for branch in branches:
         if branch.distinct:
             raise refuse(

@@ -6,11 +6,14 @@ Regenerate the golden files after an intended change with:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from sqlglot import exp
 
 from dbt_ivm import analyze, consistency, verbatim
+from dbt_ivm.analyze.union_join import check_types
 from dbt_ivm.classes import aggregate, joins, semijoins, setops, windows
 from tests.unit.views import (
     AGG,
@@ -33,6 +36,7 @@ from tests.unit.views import (
     SETOPS,
     SIGNED,
     UNION_AGG,
+    UNION_JOIN,
     WINDOW_SCHEMA,
 )
 
@@ -127,6 +131,26 @@ CASES |= {
     "recompute_union_aggregate": lambda: aggregate.recompute_select(
         analyze(UNION_AGG, OUTER_SCHEMA), NEW, "__ivm_lost_x"
     ),
+}
+
+
+def _type_check(sql: str) -> exp.Select:
+    """The DESCRIBE QUERY by which a build compares the union's types with its distributed branches'."""
+    seen: list[exp.Select] = []
+    check_types(analyze(sql, OUTER_SCHEMA), lambda q: seen.append(q) or defaultdict(lambda: "int"))
+    return seen[0]
+
+
+CASES |= {
+    "build_union_join": lambda: setops.build_select(analyze(UNION_JOIN, OUTER_SCHEMA), {**NEW, "db.r": 6}),
+    "delta_union_join": lambda: setops.delta_select(
+        analyze(UNION_JOIN, OUTER_SCHEMA),
+        {**OLD, "db.r": 2},
+        {**NEW, "db.r": 6},
+        {0: "__ivm_chg_0", 1: "__ivm_chg_1", 2: "__ivm_chg_2", 3: "__ivm_chg_3"},
+        {"cust": "int", "amt": "double", "name": "string"},
+    ),
+    "types_union_join": lambda: _type_check(UNION_JOIN),
 }
 
 

@@ -125,7 +125,7 @@ def test_explain_names_each_branch_and_the_multiplicity():
         (
             "select c.name, u.cust from db.c c left join (select cust from db.o union all select cid from db.c) u "
             "on u.cust = c.cid",
-            "set operation UNION ALL in a subquery or CTE",
+            "a UNION ALL subquery on the null-supplied side of a LEFT JOIN",
         ),
         (
             "with u as (select cust from db.o union select cid from db.c) select u.cust, c.name from u "

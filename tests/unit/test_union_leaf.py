@@ -97,7 +97,7 @@ def test_explain_names_the_leaf_and_its_branches():
         (
             "select u.cust, count(*) as n from (select cust from db.o union all select cid from db.c) u "
             "join db.c c on u.cust = c.cid group by u.cust",
-            "set operation UNION ALL in a subquery or CTE",
+            "an aggregate over a join with a UNION ALL subquery",
         ),
         (
             "select cust, count(*) as n from (select distinct cust from db.o union all select cid from db.c) u "
@@ -122,7 +122,7 @@ def test_explain_names_the_leaf_and_its_branches():
         (
             "with u as (select cust from db.o union all select cid from db.c) select a.cust, count(*) as n "
             "from u a join u b on a.cust = b.cust group by a.cust",
-            "set operation UNION ALL in a subquery or CTE",
+            "the UNION ALL CTE u read 2 times",
         ),
     ],
 )

@@ -54,6 +54,12 @@ UNION_AGG = (
     "select feed, cust, count(*) as n, sum(amt) as s, max(amt) as hi from (select 'o' as feed, o.cust, o.amt "
     "from db.o o join db.c c on o.cust = c.cid union all select 'c', cid, 1.0 from db.c) u group by feed, cust"
 )
+# A join over a UNION ALL subquery (`analyze.union_join`): distributed over its branches, the
+# branch's NULL join key cast to the other branch's type.
+UNION_JOIN = (
+    "select u.cust, u.amt, c.name from (select cust, amt from db.o union all select null, 2.0 from db.r "
+    "where label is not null) u left join db.c c on u.cust = c.cid"
+)
 NESTED_SETOPS = (
     "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
     "union all select id from db.o intersect select rid from db.r"

@@ -1,0 +1,275 @@
+"""A join over a UNION ALL subquery (or CTE), distributed over the union's branches
+(`ir.DistributedUnion`).
+
+`select f.id, d.name from (select id, dim_id from db.a union all select id, dim_id from db.b) f
+join db.dim d on f.dim_id = d.id`: an inner join reads each row of the union by itself, and so does
+a LEFT JOIN with the union on its preserved side (a RIGHT JOIN mirrored), so the join over
+`B1 ⊎ B2` is `(B1 ⋈ D) ⊎ (B2 ⋈ D)`. The plan is that UNION ALL of joins, a set operation
+(`analyze.setops`, maintained by `classes.setops`: a count per branch); SELECT DISTINCT over the
+join is their UNION (distinct). Only the engine's plan is distributed: the model's SQL, which
+`fast_mv_consistent` runs, stays the user's.
+
+Spark widens the branches' column types before the join (an INT branch beside a STRING one is
+compared and computed as STRING), so a distributed branch means the same only where it has the
+union's types. A column the join reads as a plain output only is cast to the model's type by the
+set operation; every other (in ON, WHERE or an expression: `compared`) must have one type in every
+branch. The analysis types what it can (a source column, a CAST, a string literal, NULL): a NULL
+beside one known type is cast to it, two different known types are refused; before a build, Spark compares
+each derived branch's types with the union's (`check_types`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from sqlglot import exp
+
+from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse, snippet
+from dbt_ivm.analyze.setops import BRANCH_CLASSES, analyzed_branches, normalized_query, set_plan
+from dbt_ivm.analyze.union_leaf import all_union_all, named_as_first, unwrapped, without_cte
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
+
+ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
+OWN_MODEL = (
+    "make the UNION ALL its own fast_mv model and join to it (fast_mv models can read each other); a join "
+    "with the UNION ALL on the preserved side of a LEFT or RIGHT JOIN, or in an inner join, is maintained"
+)
+VOID = "void"  # the type of a NULL literal, which Spark widens to any other
+
+
+class Joined(NamedTuple):
+    """The UNION ALL that one FROM or JOIN item of `select` reads: its position, the union, its alias and CTE."""
+
+    select: exp.Select
+    position: int  # 0: the FROM item, k: the k-th JOIN's
+    union: exp.Union
+    alias: str
+    cte: exp.CTE | None
+
+
+def _union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.CTE | None] | None:
+    """The UNION ALL subquery, or CTE, that `item` reads; None for anything else."""
+    if isinstance(item, exp.Subquery) and item.alias and not item.args["alias"].columns:
+        body, cte = unwrapped(item.this), None
+    elif isinstance(item, exp.Table) and not item.db:
+        with_ = select.args.get("with_")
+        name = item.name.lower()
+        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        if cte is None or cte.args["alias"].columns:
+            return None
+        body = unwrapped(cte.this)
+    else:
+        return None
+    if not isinstance(body, exp.Union) or not all_union_all(body):
+        return None
+    if cte is not None:
+        reads = [t for t in select.find_all(exp.Table) if not t.db and t.name.lower() == cte.alias_or_name.lower()]
+        if len(reads) != 1:
+            raise refuse(f"the UNION ALL CTE {cte.alias_or_name} read {len(reads)} times", item, OWN_MODEL)
+    return body, item.alias_or_name, cte
+
+
+def find(select: exp.Expr) -> Joined | None:
+    """The UNION ALL subquery, or CTE read once, that a FROM or JOIN item of `select` reads, where
+    `select` joins it to other relations; None where there is none (or no join: `union_leaf`)."""
+    if not isinstance(select, exp.Select) or not select.args.get("joins") or select.args.get("from_") is None:
+        return None
+    items = [select.args["from_"].this, *(j.this for j in select.args["joins"])]
+    found = [(k, read) for k, item in enumerate(items) if (read := _union_read(select, item)) is not None]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise refuse("a join of two UNION ALL subqueries", items[found[1][0]], OWN_MODEL)
+    position, (union, alias, cte) = found[0]
+    _check_preserved(select, position)
+    return Joined(select, position, union, alias, cte)
+
+
+def _check_preserved(select: exp.Select, position: int) -> None:
+    """The union (FROM or JOIN item `position`) is on the preserved side of every outer join."""
+    joins: list[exp.Join] = select.args["joins"]
+    for k, join in enumerate(joins, 1):
+        side = (join.side or "").upper()
+        if (join.args.get("kind") or "").upper() in ("SEMI", "ANTI"):
+            continue  # refused as such (`refusals`)
+        if side == "FULL" and k >= position:
+            raise refuse("a UNION ALL subquery in a FULL JOIN", join, OWN_MODEL)
+        if (side == "LEFT" and k == position) or (side == "RIGHT" and k > position):
+            raise refuse(f"a UNION ALL subquery on the null-supplied side of a {side} JOIN", join, OWN_MODEL)
+
+
+def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
+    """The plan of the join `joined`: the set operation of the join over each branch of its union."""
+    select = joined.select
+    with_ = without_cte(select.args.get("with_"), joined.cte)
+    shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
+    for branch in branches:
+        if branch.distinct:
+            raise refuse(
+                f"SELECT DISTINCT in a branch of a UNION ALL subquery ({snippet(branch.plan.query)})",
+                joined.union,
+                OWN_MODEL,
+            )
+    names = [o.name for o in branches[0].plan.outputs]
+    compared = _compared(select, joined, names)
+    derived = _derived(branches, names, compared, joined.union)
+    distinct = select.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        raise refuse("DISTINCT ON", distinct, "use GROUP BY")
+    alias = exp.TableAlias(this=exp.to_identifier(joined.alias, quoted=True))
+    joins = [_in_place(select, joined.position, d.subquery(alias.copy())) for d in derived]
+    tree: exp.Query = joins[0]
+    for join in joins[1:]:
+        tree = exp.union(tree, join, distinct=distinct is not None)
+    assert isinstance(tree, exp.Union)  # a UNION ALL has two branches at least
+    tree.set("with_", with_)
+    plan = set_plan(tree, functools.partial(_branch_plan, plan_model=plan_model, schema=schema, union=joined.union))
+    assert plan.set_operation is not None
+    union = normalized_query(shape, branches)
+    found = DistributedUnion(joined.alias, union, tuple(derived), tuple(compared))
+    return dataclasses.replace(plan, set_operation=dataclasses.replace(plan.set_operation, distributed=found))
+
+
+def _branch_plan(select: exp.Select, *, plan_model: ModelPlanner, schema: Schema, union: exp.Union) -> ViewPlan:
+    """One distributed join analyzed as a model; one a set operation cannot hold is refused as the
+    query over the union that it is."""
+    try:
+        plan = plan_model(select, schema)
+    except UnsupportedView as e:
+        raise UnsupportedView(f"{e.construct}, in the join over a branch of a UNION ALL", e.hint, e.position) from e
+    if plan.view_class not in BRANCH_CLASSES:
+        construct = {ViewClass.WINDOW: "window", ViewClass.SEMI_JOIN: "subquery test"}.get(plan.view_class, "aggregate")
+        raise refuse(
+            f"a{'n' * (construct == 'aggregate')} {construct} over a join with a UNION ALL subquery",
+            union,
+            "make the join over the UNION ALL its own fast_mv model (it is maintained) and put the "
+            f"{construct} in a fast_mv model over it (fast_mv models can read each other)",
+        )
+    return plan
+
+
+def _in_place(select: exp.Select, position: int, relation: exp.Expr) -> exp.Select:
+    """A copy of `select` that reads `relation` as its FROM or JOIN item `position`, without its
+    CTEs and DISTINCT (the set operation above holds them)."""
+    copy = select.copy()
+    copy.set("with_", None)
+    copy.set("distinct", None)
+    (copy.args["from_"] if position == 0 else copy.args["joins"][position - 1]).set("this", relation)
+    return copy
+
+
+def _compared(select: exp.Select, joined: Joined, names: list[str]) -> list[str]:
+    """The union's columns `select` reads other than as a plain output (`f.c` or `f.c AS x` in the
+    SELECT list): in ON, USING, WHERE or an expression; an unqualified name of a union column counts
+    wherever it is read but there."""
+    lowered = {n.lower(): n for n in names}
+    outer = _in_place(select, joined.position, exp.to_table("__ivm_union"))  # the union's own columns left out
+    found: set[str] = set()
+    for column in outer.find_all(exp.Column):
+        name, table = column.name.lower(), column.table.lower()
+        if name not in lowered or table not in ("", joined.alias.lower()):
+            continue
+        output = column.parent if isinstance(column.parent, exp.Alias) else column
+        if not (output.parent is outer and output.arg_key == "expressions"):
+            found.add(lowered[name])
+    for join in outer.args.get("joins") or []:
+        found.update(lowered[i.name.lower()] for i in join.args.get("using") or [] if i.name.lower() in lowered)
+    return [n for n in names if n in found]
+
+
+def _derived(branches: list[Branch], names: list[str], compared: list[str], union: exp.Union) -> list[exp.Select]:
+    """Each branch of the union as the distributed join reads it: its normalized SELECT under the
+    union's column names, a NULL cast to the one type the other branches give its column."""
+    types = [[_known_type(e, b.plan) for e in b.plan.query.expressions] for b in branches]
+    casts: dict[int, exp.DataType] = {}
+    for k, name in enumerate(names):
+        if name not in compared:
+            continue
+        known = {t for row in types if (t := row[k]) is not None and t != VOID}
+        if len(known) > 1:
+            found = " and ".join(sorted(known))
+            raise refuse(
+                f"a UNION ALL column {name} of types {found} read by the join (Spark widens them before it)",
+                union,
+                f"cast {name} to one type in every branch (CAST(... AS <type>)), or " + OWN_MODEL,
+            )
+        if len(known) == 1:  # a branch the analysis cannot type must agree (`check_types`)
+            casts[k] = exp.DataType.build(known.pop(), dialect=DIALECT)
+    derived = []
+    for branch, row in zip(branches, types, strict=True):
+        select = branch.plan.query.copy()
+        columns = []
+        for k, (e, name) in enumerate(zip(select.expressions, names, strict=True)):
+            value = e.unalias().copy()
+            if k in casts and row[k] == VOID:
+                value = exp.Cast(this=value, to=casts[k].copy())
+            columns.append(value.as_(exp.to_identifier(name, quoted=True)))
+        select.set("expressions", columns)
+        derived.append(select)
+    return derived
+
+
+def _known_type(expression: exp.Expr, plan: ViewPlan) -> str | None:
+    """The Spark type of a branch's column where the analysis knows it: a source column, a CAST,
+    a string literal, NULL (`VOID`); None for any other expression."""
+    e = expression.unalias()
+    if isinstance(e, exp.Null):
+        return VOID
+    if isinstance(e, exp.Cast):
+        return e.to.sql(dialect=DIALECT).lower()
+    if isinstance(e, exp.Literal) and e.is_string:
+        return "string"
+    if isinstance(e, exp.Column):
+        source = next((s for s in plan.sources if s.alias.lower() == e.table.lower()), None)
+        typed = dict((n.lower(), t) for n, t in source.columns).get(e.name.lower()) if source else None
+        return _canonical(typed) if typed else None
+    return None
+
+
+def _canonical(spark_type: str) -> str | None:
+    """A Spark type's text as a CAST writes it (None where sqlglot cannot read it)."""
+    try:
+        return exp.DataType.build(spark_type, dialect=DIALECT).sql(dialect=DIALECT).lower()
+    except Exception:  # a type sqlglot does not know: not inferred, the build compares it
+        return None
+
+
+Describe = Callable[[exp.Select], Mapping[str, str]]  # a query's column types (DESCRIBE QUERY)
+
+
+def check_types(plan: ViewPlan, describe: Describe) -> None:
+    """A distributed join (`ir.DistributedUnion`) is the model's join where every branch has the
+    union's type in each column the join compares or computes with (`compared`). Before a build,
+    Spark's types of the union and of each branch as the engine reads it, in one DESCRIBE QUERY
+    (planned, not run); a difference is refused, naming the column."""
+    found = plan.set_operation.distributed if plan.set_operation is not None else None
+    if found is None or not found.compared:
+        return
+    parts = [found.union, *found.derived]
+    names = [exp.to_identifier(f"{HIDDEN_PREFIX}p{n}", quoted=True) for n in range(len(parts))]
+    columns = [
+        exp.column(c, table=names[n].copy(), quoted=True).as_(
+            exp.to_identifier(f"{HIDDEN_PREFIX}t{n}_{k}", quoted=True)
+        )
+        for n in range(len(parts))
+        for k, c in enumerate(found.compared)
+    ]
+    query = exp.select(*columns).from_(parts[0].subquery(names[0]))
+    for part, name in zip(parts[1:], names[1:], strict=True):
+        query = query.join(part.subquery(name), join_type="cross")
+    types = describe(query)
+    for k, column in enumerate(found.compared):
+        union = types[f"{HIDDEN_PREFIX}t0_{k}"]
+        for n in range(1, len(parts)):
+            branch = types[f"{HIDDEN_PREFIX}t{n}_{k}"]
+            if branch != union:
+                raise UnsupportedView(
+                    f"column {column} of the UNION ALL {found.alias}, which the join reads, is {union} in the union "
+                    f"(Spark widens its branches to it) and {branch} in branch {n - 1}",
+                    f"cast {column} to {union} in every branch of the UNION ALL, or make the UNION ALL its own "
+                    "fast_mv model and join to it (fast_mv models can read each other)",
+                )

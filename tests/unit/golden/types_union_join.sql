@@ -1,0 +1,31 @@
+SELECT
+  `__ivm_p0`.`cust` AS `__ivm_t0_0`,
+  `__ivm_p1`.`cust` AS `__ivm_t1_0`,
+  `__ivm_p2`.`cust` AS `__ivm_t2_0`
+FROM (
+  SELECT
+    `o`.`cust` AS `cust`,
+    `o`.`amt` AS `amt`
+  FROM `db`.`o` AS `o`
+  UNION ALL
+  SELECT
+    NULL AS `cust`,
+    2.0 AS `amt`
+  FROM `db`.`r` AS `r`
+  WHERE
+    NOT `r`.`label` IS NULL
+) AS `__ivm_p0`
+CROSS JOIN (
+  SELECT
+    `o`.`cust` AS `cust`,
+    `o`.`amt` AS `amt`
+  FROM `db`.`o` AS `o`
+) AS `__ivm_p1`
+CROSS JOIN (
+  SELECT
+    CAST(NULL AS INT) AS `cust`,
+    2.0 AS `amt`
+  FROM `db`.`r` AS `r`
+  WHERE
+    NOT `r`.`label` IS NULL
+) AS `__ivm_p2`

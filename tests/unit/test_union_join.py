@@ -1,0 +1,192 @@
+"""A join over a UNION ALL subquery or CTE (`analyze.union_join`): distributed over the union's
+branches into a set operation of joins, the branches typed as the union, and what stays refused, by name."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from dbt_ivm import analyze
+from dbt_ivm.analyze.union_join import check_types
+from dbt_ivm.classes import rules_for, setops
+from dbt_ivm.errors import UnsupportedView
+from dbt_ivm.explain import explain
+from dbt_ivm.ir import ViewClass, ViewPlan
+from dbt_ivm.render import col
+from dbt_ivm.verbatim import DIALECT
+from tests.unit.views import OUTER_SCHEMA, UNION_JOIN
+
+SCHEMA = {
+    **OUTER_SCHEMA,
+    "db.fa": {"id": "int", "amt": "decimal(10,2)", "dim_id": "int"},
+    "db.fb": {"id": "int", "amt": "int", "dim_id": "int", "code": "string"},
+}
+FEEDS = "select id, amt, dim_id from db.fa union all select id, amt, dim_id from db.fb"
+
+
+def _distributed(sql: str) -> ViewPlan:
+    plan = analyze(sql, SCHEMA)
+    assert plan.view_class is ViewClass.SET_OPERATION
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    return plan
+
+
+def _branch_sql(plan: ViewPlan) -> list[str]:
+    assert plan.set_operation is not None
+    return [b.plan.query.sql(dialect=DIALECT) for b in plan.set_operation.branches]
+
+
+def test_an_inner_join_is_the_union_all_of_the_join_over_each_branch():
+    plan = _distributed(f"select f.id, f.amt, c.name from ({FEEDS}) f join db.c c on f.dim_id = c.cid where f.id > 1")
+    assert plan.set_operation is not None
+    branches = plan.set_operation.branches
+    assert [b.plan.view_class for b in branches] == [ViewClass.INNER_JOIN, ViewClass.INNER_JOIN]
+    assert [(s.index, s.alias, s.table.key) for s in plan.sources] == [
+        (0, "fa", "db.fa"),
+        (1, "c", "db.c"),
+        (2, "fb", "db.fb"),
+        (3, "c", "db.c"),
+    ]
+    first, second = _branch_sql(plan)
+    assert "JOIN `db`.`c` AS `c` ON `fa`.`dim_id` = `c`.`cid`" in first and "`fa`.`id` > 1" in first
+    assert "`fb`.`dim_id` = `c`.`cid`" in second
+    assert [o.name for o in plan.outputs] == ["id", "amt", "name"]
+    assert setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark") == "`c0` + `c1`"
+    # the join compares dim_id and filters on id; amt is only an output, which the set operation casts
+    assert plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.compared == ("id", "dim_id")
+    assert rules_for(plan) is setops.RULES
+
+
+def test_the_union_on_either_side_of_an_inner_join_in_a_cte_and_the_preserved_side_of_outer_joins():
+    for sql in [
+        f"select f.id, c.name from db.c c join ({FEEDS}) f on c.cid = f.dim_id",
+        f"with f as ({FEEDS}) select f.id, c.name from f left join db.c c on f.dim_id = c.cid",
+        f"select f.id, c.name from db.c c right join ({FEEDS}) f on c.cid = f.dim_id",
+        f"select f.id, c.name, r.label from ({FEEDS}) f join db.c c on f.dim_id = c.cid left join db.r r "
+        "on c.cid = r.cid",
+    ]:
+        plan = _distributed(sql)
+        assert plan.set_operation is not None
+        assert len(plan.set_operation.branches) == 2, sql
+
+
+def test_select_distinct_over_the_join_is_the_union_distinct_of_the_joins():
+    plan = _distributed(f"select distinct c.name, f.amt from ({FEEDS}) f join db.c c on f.dim_id = c.cid")
+    assert plan.set_operation is not None
+    assert not any(b.distinct for b in plan.set_operation.branches)
+    copies = setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark")
+    assert copies == "IF(`c0` + `c1` > 0, 1, 0)"
+
+
+def test_a_null_the_join_compares_is_cast_to_the_other_branches_type_and_later_branches_take_the_first_s_names():
+    plan = _distributed(UNION_JOIN)
+    first, second = _branch_sql(plan)
+    assert "ON `o`.`cust` = `c`.`cid`" in first
+    assert "ON CAST(NULL AS INT) = `c`.`cid`" in second
+    assert "2.0 AS `amt`" in second  # an output only: the set operation casts it to the model's type
+    plan = _distributed(
+        "select f.id, c.name from (select * from db.fa union all select id, amt, dim_id from db.fb where code = 'x' "
+        "union all select id, null as amount, null as key from db.fb) f join db.c c on f.dim_id = c.cid"
+    )
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    derived = [d.sql(dialect=DIALECT) for d in plan.set_operation.distributed.derived]
+    assert "CAST(NULL AS INT) AS `dim_id`" in derived[2] and "NULL AS `amt`" in derived[2]
+    assert all("AS `dim_id`" in d for d in derived)
+    plan = _distributed(
+        "select f.id, c.name from (select id, dim_id + 1 as dim_id from db.fa union all select id, dim_id from db.fb "
+        "union all select id, null from db.fb) f join db.c c on f.dim_id = c.cid"
+    )
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    # one known type beside a branch the analysis cannot type: the NULL is cast, the build checks the rest
+    assert "CAST(NULL AS INT)" in plan.set_operation.distributed.derived[2].sql(dialect=DIALECT)
+
+
+def test_explain_says_the_join_is_distributed():
+    text = explain(UNION_JOIN, OUTER_SCHEMA)
+    assert "the join over the UNION ALL u, distributed" in text and "branch 1:" in text
+
+
+def _describe(overrides: dict[str, str]):
+    """A DESCRIBE QUERY of the types check: every column INT but `overrides`; the query is kept."""
+    seen = []
+
+    def describe(query):
+        seen.append(query.sql(dialect="spark"))
+        return defaultdict(lambda: "int", overrides)
+
+    return describe, seen
+
+
+def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads_it():
+    plan = _distributed(
+        "select f.id, c.name from (select id, dim_id + 1 as dim_id from db.fa union all "
+        "select id, code from db.fb) f join db.c c on f.dim_id = c.cid"
+    )
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.compared == ("dim_id",)
+    describe, seen = _describe({})
+    check_types(plan, describe)  # the same types: accepted
+    assert len(seen) == 1 and seen[0].count("CROSS JOIN") == 2  # the union and both branches, one statement
+    describe, _ = _describe({"__ivm_t0_0": "string", "__ivm_t2_0": "string"})  # Spark: STRING beside INT
+    with pytest.raises(UnsupportedView) as e:
+        check_types(plan, describe)
+    assert "column dim_id of the UNION ALL f, which the join reads, is string in the union" in e.value.construct
+    assert "int in branch 0" in e.value.construct and "cast dim_id to string" in e.value.hint
+    describe, seen = _describe({})
+    check_types(_distributed(f"select f.amt, c.name from ({FEEDS}) f cross join db.c c"), describe)
+    assert seen == []  # the join reads no column of the union but as an output: nothing to compare
+
+
+@pytest.mark.parametrize(
+    "sql,construct",
+    [
+        (f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id = c.cid", "null-supplied side of a LEFT"),
+        (
+            f"select c.name, f.id from ({FEEDS}) f right join db.c c on f.dim_id = c.cid",
+            "null-supplied side of a RIGHT ",
+        ),
+        (
+            f"select c.name, f.id from ({FEEDS}) f join db.r r on f.id = r.rid right join db.c c on r.cid = c.cid",
+            "null-supplied side of a RIGHT",
+        ),
+        (f"select c.name, f.id from ({FEEDS}) f full join db.c c on f.dim_id = c.cid", "in a FULL JOIN"),
+        (f"select c.name, f.id from db.c c full join ({FEEDS}) f on f.dim_id = c.cid", "in a FULL JOIN"),
+        (f"select f.id, g.id as gid from ({FEEDS}) f join ({FEEDS}) g on f.id = g.id", "two UNION ALL subqueries"),
+        (f"with f as ({FEEDS}) select a.id from f a join f b on a.id = b.dim_id", "the UNION ALL CTE f read 2 times"),
+        (
+            "select f.id, c.name from (select id, dim_id from db.fa union all select id, code from db.fb) f "
+            "join db.c c on f.dim_id = c.cid",
+            "a UNION ALL column dim_id of types int and string read by the join",
+        ),
+        (
+            f"select c.name, count(*) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid group by c.name",
+            "an aggregate over a join with a UNION ALL subquery",
+        ),
+        (
+            f"select f.id, row_number() over (partition by c.name order by f.id) as rn from ({FEEDS}) f "
+            "join db.c c on f.dim_id = c.cid",
+            "a window over a join with a UNION ALL subquery",
+        ),
+        (
+            "select f.id, c.name from (select distinct id, dim_id from db.fa union all select id, dim_id from db.fb) f "
+            "join db.c c on f.dim_id = c.cid",
+            "SELECT DISTINCT in a branch of a UNION ALL subquery",
+        ),
+        (
+            "select f.id, c.name from (select id, dim_id from db.fa union select id, dim_id from db.fb) f "
+            "join db.c c on f.dim_id = c.cid",
+            "set operation UNION in a subquery or CTE",
+        ),
+        (
+            f"select f.id, c.name from db.c c right join ({FEEDS} where code = 'x') f on c.cid = f.dim_id",
+            "in the join over a branch of a UNION ALL",
+        ),
+        (f"select f.id, c.name from ({FEEDS}) f join db.c c on f.dim_id = c.cid limit 3", "LIMIT"),
+    ],
+)
+def test_refused_by_name(sql, construct):
+    with pytest.raises(UnsupportedView) as e:
+        analyze(sql, SCHEMA)
+    assert construct in e.value.construct

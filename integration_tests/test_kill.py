@@ -7,7 +7,8 @@ The boundaries are counted, not listed: one refresh of each model runs with the 
 hook logging its statements (`dbt/adapters/ivm_spark/faults.py`), then a refresh is killed after
 each statement k (and during its one write, found by the hook: `write`). Each killed run logs its
 statements too, so a case checks that the kill came where it meant to: after k statements whose
-shapes (`shape`) are the logged run's first k, or after the write was sent.
+shapes (`faults.shape`: what each is and writes, not its data) are the logged run's first k, or
+after the write was sent.
 The suite runs a sample (the join view, killed during its write); `IVM_KILL_MATRIX=1` runs every
 class and every k.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -30,7 +30,7 @@ import pytest
 import yaml
 from dbt.tests.util import get_connection, run_dbt
 
-from dbt.adapters.ivm_spark.faults import is_write
+from dbt.adapters.ivm_spark.faults import is_write, shape
 from dbt_ivm.history import KEEPS_ROWS
 from dbt_ivm.metadata import Watermark
 from integration_tests.fixtures import (
@@ -77,13 +77,6 @@ def changes(n: int) -> list[str]:
     ]
 
 
-def shape(statement: str) -> str:
-    """What a statement is, the same in two refreshes on one path: its first 80 characters with
-    hex names and numbers masked (the rest holds the change set's values, which differ)."""
-    hex_masked = re.sub(r"(?<![0-9A-Za-z])(?=[0-9a-f]*\d)[0-9a-f]{8,}(?![0-9A-Za-z])", "H", statement)
-    return re.sub(r"\d+", "#", hex_masked)[:80]
-
-
 def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str]) -> None:
     """A killed run's statements (`ran`) show the kill where `hook` meant it: after statement k,
     on the path of the logged run (`sent`), or during the write (the write was sent)."""
@@ -92,10 +85,10 @@ def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str]) ->
         assert any(is_write(s) for s in ran), ("no write was sent before the kill", ran[-3:])
         return
     diverged = next((i for i, (a, b) in enumerate(zip(ran, sent, strict=False), 1) if shape(a) != shape(b)), None)
+    at = (diverged or len(ran)) - 1
     assert len(ran) == int(k) and diverged is None, (
         f"{when}={k}: the killed run sent {len(ran)} statements, its path left the logged one at {diverged}",
-        ran[(diverged or len(ran)) - 1][:300] if ran else None,
-        sent[(diverged or len(ran)) - 1][:300] if ran else None,
+        *([f"killed run: {shape(ran[at])}", f"logged run: {shape(sent[at])}"] if ran and at < len(sent) else []),
     )
 
 

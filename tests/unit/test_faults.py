@@ -4,6 +4,7 @@ the adapter's Thrift connection, which waits out the copy sent before it re-subm
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -114,3 +115,45 @@ def test_a_cut_connection_closes_quietly_and_its_cleanup_leaves_the_write_error_
     cut = pytest.raises(ConnectionResetError, match="the write's connection was cut")
     with cut, commit_metadata(Db(), mark, TableName("db", "v__ivm"), write, scripts=True) as committing:
         committing("MERGE INTO db.v__ivm …")
+
+
+MERGE = "MERGE INTO `s`.`v__ivm` AS t"
+
+
+def refresh_statements(data: str, cached: tuple[str, ...] = ("chg0",), write: str = MERGE) -> list[str]:
+    """A refresh's statements as the hook logs them, `data` standing for what the change set puts
+    in them (group keys, values, a watermark's versions), `cached` the tables its write script caches."""
+    uid = "3fa9b1c2d4e5" if data == "a" else "9c0d1e2f3a4b"
+    caches = [f"CACHE TABLE `__ivm_{role}_{uid}` AS SELECT * FROM s.o WHERE status IN ({data!r})" for role in cached]
+    watermark = json.dumps({"sources": {"s.o": len(data) * 7}, "run": uid})
+    mark = f"SET spark.databricks.delta.commitInfo.userMetadata=ivm:{watermark}"
+    return [
+        "DESCRIBE HISTORY `s`.`v__ivm` LIMIT 5",
+        "SET spark.sql.caseSensitive",
+        f"SELECT count(*) AS n, max(version) FROM s.o WHERE status = {data!r}",
+        "BEGIN " + "; ".join([*caches, f"EXECUTE IMMEDIATE {mark!r}", f"{write} USING {data} ON 1 = 1", "END"]),
+    ]
+
+
+def test_a_statement_s_shape_is_what_it_is_and_writes_not_its_data():
+    from integration_tests.test_kill import killed_where_meant
+
+    logged, killed = refresh_statements("a"), refresh_statements("s2', 'open")
+    assert [faults.shape(s) for s in logged] == [faults.shape(s) for s in killed]
+    assert faults.shape(logged[-1]) == (
+        "BEGIN CACHE TABLE `__IVM_CHG#_H`; EXECUTE IMMEDIATE [SET SPARK.DATABRICKS.DELTA.COMMITINFO.USERMETADATA]; "
+        "MERGE INTO `S` . `V__IVM` END"
+    )
+    killed_where_meant(logged, killed, {"IVM_FAULT_KILL_AFTER_STATEMENTS": "4"})
+    killed_where_meant(logged, killed[:2], {"IVM_FAULT_KILL_AFTER_STATEMENTS": "2"})
+    other_paths = [
+        refresh_statements("b", ("chg0", "chg1")),  # one more change set cached
+        refresh_statements("b", ("touched",)),  # another table cached
+        refresh_statements("b", write="CREATE OR REPLACE TABLE `s`.`v__ivm`"),  # a rebuild
+        [*refresh_statements("b")[:2], "DESCRIBE QUERY SELECT 1", *refresh_statements("b")[2:]],
+    ]
+    for path in other_paths:
+        with pytest.raises(AssertionError, match="its path left the logged one at"):
+            killed_where_meant(logged, path, {"IVM_FAULT_KILL_AFTER_STATEMENTS": str(len(path))})
+    with pytest.raises(AssertionError, match="sent 3 statements"):
+        killed_where_meant(logged, killed[:3], {"IVM_FAULT_KILL_AFTER_STATEMENTS": "4"})

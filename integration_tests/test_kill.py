@@ -6,9 +6,10 @@ runs: the connection is cut mid-MERGE), and the next run may start while it stil
 The boundaries are counted, not listed: one refresh of each model runs with the adapter's test
 hook logging its statements (`dbt/adapters/ivm_spark/faults.py`), then a refresh is killed after
 each statement k (and during its one write, found by the hook: `write`). Each killed run logs its
-statements too, so a case checks that the kill came where it meant to: after k statements whose
-shapes (`faults.shape`: what each is and writes, not its data) are the logged run's first k, or
-after the write was sent.
+statements too, so a case checks that the kill came where it meant to: after k statements of a
+refresh (`killed_where_meant`: their shapes, `faults.shape`, what each is and writes, not its
+data, are those of the next run, which refreshes the same change set, or from the write on the
+logged run's), or after the write was sent.
 The suite runs a sample (the join view, killed during its write); `IVM_KILL_MATRIX=1` runs every
 class and every k.
 """
@@ -21,8 +22,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -77,19 +79,40 @@ def changes(n: int) -> list[str]:
     ]
 
 
-def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str]) -> None:
-    """A killed run's statements (`ran`) show the kill where `hook` meant it: after statement k,
-    on the path of the logged run (`sent`), or during the write (the write was sent)."""
+def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str], repaired: list[str]) -> None:
+    """A killed run's statements (`ran`) show the kill where `hook` meant it: during the write (the
+    write was sent), or after statement k of a refresh. Its path is the next run's (`repaired`)
+    while it had not sent its write: the next run refreshed the same change set from the same
+    state, and a class's path may depend on the change set's data (the aggregate's recompute of the
+    groups that lost their minimum). Once it had sent its write, the statements from its write on
+    are those from the write of the logged run (`sent`) on. Either path's write is the logged
+    run's (the same target and kind: a refresh's, not a rebuild's)."""
     [(when, k)] = hook.items()
     if k == "write":
         assert any(is_write(s) for s in ran), ("no write was sent before the kill", ran[-3:])
         return
-    diverged = next((i for i, (a, b) in enumerate(zip(ran, sent, strict=False), 1) if shape(a) != shape(b)), None)
-    at = (diverged or len(ran)) - 1
-    assert len(ran) == int(k) and diverged is None, (
-        f"{when}={k}: the killed run sent {len(ran)} statements, its path left the logged one at {diverged}",
-        *([f"killed run: {shape(ran[at])}", f"logged run: {shape(sent[at])}"] if ran and at < len(sent) else []),
+    wrote = next((i for i, s in enumerate(ran) if is_write(s)), None)
+    logged_write = next(i for i, s in enumerate(sent) if is_write(s))
+    ours, path = (ran, repaired) if wrote is None else (ran[wrote:], sent[logged_write:])
+    path_write = next((s for s in path if is_write(s)), "")
+    diverged = next((i for i, (a, b) in enumerate(zip(ours, path, strict=False), 1) if shape(a) != shape(b)), None)
+    at = (diverged or len(ours)) - 1
+    assert len(ran) == int(k) and len(ours) <= len(path) and diverged is None, (
+        f"{when}={k}: the killed run sent {len(ran)} statements, its path left the "
+        f"{'next' if wrote is None else 'logged'} run's at {diverged} (of {len(ours)})",
+        *([f"killed run: {shape(ours[at])}", f"its path: {shape(path[at])}"] if ours and at < len(path) else []),
     )
+    assert shape(path_write) == shape(sent[logged_write]), (when, k, shape(path_write), shape(sent[logged_write]))
+
+
+@contextmanager
+def statements_logged(log: Path) -> Iterator[None]:
+    """The block's dbt runs in this process log their statements to `log` (the fault hook)."""
+    os.environ["IVM_FAULT_STATEMENT_LOG"] = str(log)
+    try:
+        yield
+    finally:
+        del os.environ["IVM_FAULT_STATEMENT_LOG"]
 
 
 def dbt_process(project, name: str | None, profiles: Path | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -148,17 +171,19 @@ class TestKillAtEveryStatement:
         """The next run's outcome: its message's first word, `lost the race` when the killed
         run's write landed meanwhile (the run after then catches up). The killed run logs its
         statements to `log`: the kill must have come where `hook` meant it (`sent`: the logged
-        run's statements)."""
+        run's statements; the next run's go to `log` with suffix `.next`)."""
         self.change(project, n)
         killed = dbt_process(project, name, IVM_FAULT_STATEMENT_LOG=str(log), **hook)
         assert killed.returncode == -9, (hook, killed.stdout[-3000:])
-        results = run_dbt(["run", "-s", name], expect_pass=None)
+        repair_log = log.with_suffix(".next")
+        with statements_logged(repair_log):
+            results = run_dbt(["run", "-s", name], expect_pass=None)
         outcome = str(results[0].message).split(":")[0]
         if str(results[0].status) != "success":  # the killed run's write landed meanwhile: this one lost the race
             assert "committed first" in str(results[0].message), results[0].message
             outcome = "lost the race, then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
         assert self.equal_to_its_sql(project, name), (name, hook)
-        killed_where_meant(sent, log.read_text().splitlines(), hook)
+        killed_where_meant(sent, log.read_text().splitlines(), hook, repair_log.read_text().splitlines())
         return outcome
 
     def test_the_next_run_repairs_a_killed_refresh(self, project, tmp_path):

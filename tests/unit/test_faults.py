@@ -120,40 +120,67 @@ def test_a_cut_connection_closes_quietly_and_its_cleanup_leaves_the_write_error_
 MERGE = "MERGE INTO `s`.`v__ivm` AS t"
 
 
-def refresh_statements(data: str, cached: tuple[str, ...] = ("chg0",), write: str = MERGE) -> list[str]:
+def refresh_statements(
+    data: str, cached: tuple[str, ...] = ("chg0",), write: str = MERGE, lost: bool = False
+) -> list[str]:
     """A refresh's statements as the hook logs them, `data` standing for what the change set puts
-    in them (group keys, values, a watermark's versions), `cached` the tables its write script caches."""
+    in them (group keys, values, a watermark's versions), `cached` the tables its write script caches;
+    `lost`: the change set took a group's minimum, and the aggregate recomputes that group first."""
     uid = "3fa9b1c2d4e5" if data == "a" else "9c0d1e2f3a4b"
     caches = [f"CACHE TABLE `__ivm_{role}_{uid}` AS SELECT * FROM s.o WHERE status IN ({data!r})" for role in cached]
     watermark = json.dumps({"sources": {"s.o": len(data) * 7}, "run": uid})
     mark = f"SET spark.databricks.delta.commitInfo.userMetadata=ivm:{watermark}"
+    recompute = (
+        f"BEGIN CACHE TABLE `__ivm_lost_{uid}` AS SELECT 1; CACHE TABLE `__ivm_recomputed_{uid}` AS SELECT 2; END"
+    )
     return [
         "DESCRIBE HISTORY `s`.`v__ivm` LIMIT 5",
         "SET spark.sql.caseSensitive",
         f"SELECT count(*) AS n, max(version) FROM s.o WHERE status = {data!r}",
+        *([recompute] if lost else []),
         "BEGIN " + "; ".join([*caches, f"EXECUTE IMMEDIATE {mark!r}", f"{write} USING {data} ON 1 = 1", "END"]),
+        "DESCRIBE HISTORY `s`.`v__ivm` LIMIT 20",
     ]
 
 
-def test_a_statement_s_shape_is_what_it_is_and_writes_not_its_data():
-    from integration_tests.test_kill import killed_where_meant
+def after(k: int) -> dict[str, str]:
+    return {"IVM_FAULT_KILL_AFTER_STATEMENTS": str(k)}
 
+
+def test_a_statement_s_shape_is_what_it_is_and_writes_not_its_data():
     logged, killed = refresh_statements("a"), refresh_statements("s2', 'open")
     assert [faults.shape(s) for s in logged] == [faults.shape(s) for s in killed]
-    assert faults.shape(logged[-1]) == (
+    assert faults.shape(logged[3]) == (
         "BEGIN CACHE TABLE `__IVM_CHG#_H`; EXECUTE IMMEDIATE [SET SPARK.DATABRICKS.DELTA.COMMITINFO.USERMETADATA]; "
         "MERGE INTO `S` . `V__IVM` END"
     )
-    killed_where_meant(logged, killed, {"IVM_FAULT_KILL_AFTER_STATEMENTS": "4"})
-    killed_where_meant(logged, killed[:2], {"IVM_FAULT_KILL_AFTER_STATEMENTS": "2"})
     other_paths = [
         refresh_statements("b", ("chg0", "chg1")),  # one more change set cached
         refresh_statements("b", ("touched",)),  # another table cached
         refresh_statements("b", write="CREATE OR REPLACE TABLE `s`.`v__ivm`"),  # a rebuild
-        [*refresh_statements("b")[:2], "DESCRIBE QUERY SELECT 1", *refresh_statements("b")[2:]],
+        refresh_statements("b", lost=True),  # the aggregate's recompute first
     ]
     for path in other_paths:
-        with pytest.raises(AssertionError, match="its path left the logged one at"):
-            killed_where_meant(logged, path, {"IVM_FAULT_KILL_AFTER_STATEMENTS": str(len(path))})
-    with pytest.raises(AssertionError, match="sent 3 statements"):
-        killed_where_meant(logged, killed[:3], {"IVM_FAULT_KILL_AFTER_STATEMENTS": "4"})
+        assert [faults.shape(s) for s in path] != [faults.shape(s) for s in logged]
+
+
+def test_a_killed_run_is_on_the_path_of_the_next_run_until_its_write_and_then_on_the_logged_one():
+    from integration_tests.test_kill import killed_where_meant
+
+    logged = refresh_statements("a")  # no group lost its minimum
+    lost = refresh_statements("b", lost=True)  # a later round's change set: one did
+    for k in range(1, len(lost) + 1):  # killed after k, the next run refreshes the same change set
+        killed_where_meant(logged, lost[:k], after(k), lost)
+    wrong = [
+        (lost[:4], after(4), refresh_statements("b")),  # not the next run's path
+        (refresh_statements("b")[:3], after(4), refresh_statements("b")),  # killed after 3, not 4
+        ([*lost[:5], "DROP VIEW IF EXISTS x"], after(6), lost),  # after its write, not the logged run's path
+        (rebuild := refresh_statements("b", write="CREATE OR REPLACE TABLE `s`.`v__ivm`"), after(5), rebuild),
+        (rebuild[:3], after(3), rebuild),  # the next run rebuilt: not a refresh's path
+    ]
+    for ran, hook, repaired in wrong:
+        with pytest.raises(AssertionError):
+            killed_where_meant(logged, ran, hook, repaired)
+    with pytest.raises(AssertionError, match="no write was sent"):
+        killed_where_meant(logged, lost[:3], {"IVM_FAULT_KILL_DURING_STATEMENT": "write"}, lost)
+    killed_where_meant(logged, lost[:5], {"IVM_FAULT_KILL_DURING_STATEMENT": "write"}, lost)

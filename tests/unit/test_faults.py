@@ -184,3 +184,45 @@ def test_a_killed_run_is_on_the_path_of_the_next_run_until_its_write_and_then_on
     with pytest.raises(AssertionError, match="no write was sent"):
         killed_where_meant(logged, lost[:3], {"IVM_FAULT_KILL_DURING_STATEMENT": "write"}, lost)
     killed_where_meant(logged, lost[:5], {"IVM_FAULT_KILL_DURING_STATEMENT": "write"}, lost)
+
+
+def test_a_connection_found_dead_is_replaced_before_the_engine_s_next_statement():
+    """After a cut, the server cannot be asked about the statement whose answer was lost: the
+    connection is `gone`, and the engine's next statement (reading whether its write committed)
+    goes through a new one. A lost answer on a live connection keeps it (its session still runs
+    the statement, which the next one waits out)."""
+    from dbt.adapters.ivm_spark.impl import _ConnectionDatabase
+
+    def dead():
+        raise ConnectionResetError("the socket is closed")
+
+    live, cut = connection(Server(), 0), connection(Server(), 0)
+    live._wait_out(Server().cursor())
+    cut._wait_out(SimpleNamespace(poll=dead))
+    assert not live.gone and cut.gone
+
+    class Connections:
+        def __init__(self, handle):
+            self.connection = SimpleNamespace(handle=handle, state="open")
+            self.sent: list[tuple[object, str]] = []
+
+        def get_thread_connection(self):
+            return self.connection
+
+        def close(self, connection):
+            connection.handle.close()  # fails on the dead socket: not the engine's error
+
+        def open(self, connection):
+            connection.handle, connection.state = "new", "open"
+
+        def add_query(self, sql, auto_begin):
+            self.sent.append((self.connection.handle, sql))
+            return self.connection, SimpleNamespace(description=[("a",)], fetchall=lambda: [(1,)])
+
+    cut.handle = SimpleNamespace(close=dead)
+    for handle, expected in ((live, live), (cut, "new")):
+        adapter = SimpleNamespace(connections=Connections(handle))
+        db = _ConnectionDatabase(adapter)  # type: ignore[arg-type]
+        assert db.query("DESCRIBE HISTORY s.v__ivm") == [{"a": 1}]
+        db.execute("RESET a")
+        assert adapter.connections.sent == [(expected, "DESCRIBE HISTORY s.v__ivm"), (expected, "RESET a")]

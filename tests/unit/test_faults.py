@@ -133,12 +133,14 @@ def refresh_statements(
     recompute = (
         f"BEGIN CACHE TABLE `__ivm_lost_{uid}` AS SELECT 1; CACHE TABLE `__ivm_recomputed_{uid}` AS SELECT 2; END"
     )
+    released = [*cached, *(("lost", "recomputed") if lost else ())]
+    drops = [f"DROP VIEW IF EXISTS `__ivm_{role}_{uid}`" for role in released]  # the cached tables, released
     return [
         "DESCRIBE HISTORY `s`.`v__ivm` LIMIT 5",
         "SET spark.sql.caseSensitive",
         f"SELECT count(*) AS n, max(version) FROM s.o WHERE status = {data!r}",
         *([recompute] if lost else []),
-        "BEGIN " + "; ".join([*caches, f"EXECUTE IMMEDIATE {mark!r}", f"{write} USING {data} ON 1 = 1", "END"]),
+        "BEGIN " + "; ".join([*caches, f"EXECUTE IMMEDIATE {mark!r}", f"{write} USING {data} ON 1 = 1", *drops, "END"]),
         "DESCRIBE HISTORY `s`.`v__ivm` LIMIT 20",
     ]
 
@@ -152,7 +154,7 @@ def test_a_statement_s_shape_is_what_it_is_and_writes_not_its_data():
     assert [faults.shape(s) for s in logged] == [faults.shape(s) for s in killed]
     assert faults.shape(logged[3]) == (
         "BEGIN CACHE TABLE `__IVM_CHG#_H`; EXECUTE IMMEDIATE [SET SPARK.DATABRICKS.DELTA.COMMITINFO.USERMETADATA]; "
-        "MERGE INTO `S` . `V__IVM` END"
+        "MERGE INTO `S` . `V__IVM`; DROP VIEW IF EXISTS `__IVM_CHG#_H` END"
     )
     other_paths = [
         refresh_statements("b", ("chg0", "chg1")),  # one more change set cached

@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from typing import Any
 
-from dbt_ivm import batch, layout
+from dbt_ivm import batch, layout, render
 from dbt_ivm.catalog import VIEW_HISTORY_ROWS, Database, first_line, recent_history, session_setting
 from dbt_ivm.errors import LostHistory
 from dbt_ivm.history import commits_after
@@ -141,6 +142,46 @@ def _batched(
         raise
     for statement in resets if unsettled else []:
         db.execute(statement)
+
+
+# a statement whose connection was lost: the client cannot tell whether the server ran it
+CONNECTION_LOST = re.compile(
+    r"Connection lost|ConnectionResetError|BrokenPipeError|EOFError|TTransportException|TSocket read 0 bytes",
+    re.IGNORECASE,
+)
+
+
+def fence(read: Watermark | None, mark: Watermark, error: Exception) -> Watermark | None:
+    """What settles a refresh's write (`mark`, written over the watermark it `read`) whose
+    connection was lost (`error`): `read`'s state under `mark`'s token and run, which records that
+    no change was applied (None where the write was no refresh or its connection was not lost).
+    What was known only of the rows the write would have changed (`highs`) or of a commit with
+    nothing to do (`quick`) is left out."""
+    lost = CONNECTION_LOST.search(f"{type(error).__name__}: {error}")
+    if read is None or not lost or mark.token != read.token + 1:
+        return None
+    return replace(read, token=mark.token, run=mark.run, highs=None, quick=None, commit_version=None)
+
+
+def settled(
+    db: Database, backing: TableName, mark: Watermark, read: Watermark | None, error: Exception, scripts: bool
+) -> str:
+    """What to log when this run's failed write (`mark`; `read`: the watermark a refresh read,
+    None for a build; `error`: what it failed with) committed after all (`landed`), "" when it
+    did not: asked once the server can no longer commit it later. A refresh's write whose
+    connection was lost may still run on the server: first the fence (`fence`: nothing applied,
+    recorded with the write's own token) is committed under the same idempotent-write pair.
+    Delta skips the fence when the write has committed, and rejects the write when the fence
+    commits first; so the storage's newest watermark then tells what happened for good, and no
+    change set is applied twice (nor lost: the fence records the state the write read)."""
+    said = f"the write's answer was lost ({first_line(error)}); it landed on its first submission"
+    if landed(db, backing, mark):
+        return said + " (a copy sent again was skipped or rejected)"
+    if (fenced := fence(read, mark, error)) is None:
+        return ""
+    with suppress(Exception), commit_metadata(db, fenced, backing, scripts=scripts) as write:
+        write(render.sql(render.empty_commit(backing)))
+    return said + " (it was still running when the connection was cut)" if landed(db, backing, mark) else ""
 
 
 def landed(db: Database, backing: TableName, mark: Watermark) -> bool:

@@ -36,7 +36,7 @@ from dbt_ivm.catalog import (
     recent_history,
 )
 from dbt_ivm.classes import NULL_KEY_FALLBACK, Appender, Refresh, Write, WritePath, changes
-from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, landed, lost_history, lost_race, session_overrides
+from dbt_ivm.commit import CONCURRENT_COMMIT, commit_metadata, lost_history, lost_race, session_overrides, settled
 from dbt_ivm.configuration import Configuration, Docs, OnChange, view_comments
 from dbt_ivm.decide import Decision, Path, auto_choice, decide
 from dbt_ivm.empty import unlimited
@@ -530,12 +530,13 @@ class Maintainer:
         """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
         another writer fails loudly. A write that fails while its commit landed (its answer lost
         with the connection, a copy the connector re-submitted failed, a statement of its script
-        after the MERGE failed) stands when the storage's newest watermark is `mark`, this run's."""
+        after the MERGE failed) stands when the storage's newest watermark is `mark` (`commit.settled`)."""
         try:
             (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies
-            if mark is not None and landed(self.db, self.backing, mark):
-                self.log(f"fast_mv {self.view}: the write's answer was lost ({first_line(e)}); its commit landed")
+            said = settled(self.db, self.backing, mark, i.mark if run else None, e, i.scripts) if mark else ""
+            if said:
+                self.log(f"fast_mv {self.view}: {said}")
                 return
             if CONCURRENT_COMMIT.search(str(e)):
                 read = i.stored.latest if i.stored else None

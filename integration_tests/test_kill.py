@@ -6,8 +6,10 @@ runs: the connection is cut mid-MERGE), and the next run may start while it stil
 The boundaries are counted, not listed: one refresh of each model runs with the adapter's test
 hook logging its statements (`dbt/adapters/ivm_spark/faults.py`), then a refresh is killed after
 each statement k (and during its one write, found by the hook: `write`). Each killed run logs its
-statements too, so a case checks that the kill came where it meant to: after k statements whose
-shapes (`shape`) are the logged run's first k, or after the write was sent.
+statements too, so a case checks that the kill came where it meant to: after k statements of a
+refresh (`killed_where_meant`: their shapes, `faults.shape`, what each is and writes, not its
+data, are those of the next run, which refreshes the same change set, or from the write on the
+logged run's), or after the write was sent.
 The suite runs a sample (the join view, killed during its write); `IVM_KILL_MATRIX=1` runs every
 class and every k.
 """
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ import pytest
 import yaml
 from dbt.tests.util import get_connection, run_dbt
 
-from dbt.adapters.ivm_spark.faults import is_write
+from dbt.adapters.ivm_spark.faults import is_write, shape
 from dbt_ivm.history import KEEPS_ROWS
 from dbt_ivm.metadata import Watermark
 from integration_tests.fixtures import (
@@ -77,26 +78,40 @@ def changes(n: int) -> list[str]:
     ]
 
 
-def shape(statement: str) -> str:
-    """What a statement is, the same in two refreshes on one path: its first 80 characters with
-    hex names and numbers masked (the rest holds the change set's values, which differ)."""
-    hex_masked = re.sub(r"(?<![0-9A-Za-z])(?=[0-9a-f]*\d)[0-9a-f]{8,}(?![0-9A-Za-z])", "H", statement)
-    return re.sub(r"\d+", "#", hex_masked)[:80]
-
-
-def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str]) -> None:
-    """A killed run's statements (`ran`) show the kill where `hook` meant it: after statement k,
-    on the path of the logged run (`sent`), or during the write (the write was sent)."""
+def killed_where_meant(sent: list[str], ran: list[str], hook: dict[str, str], repaired: list[str]) -> None:
+    """A killed run's statements (`ran`) show the kill where `hook` meant it: during the write (the
+    write was sent), or after statement k of a refresh. Its path is the next run's (`repaired`)
+    while it had not sent its write: the next run refreshed the same change set from the same
+    state, and a class's path may depend on the change set's data (the aggregate's recompute of the
+    groups that lost their minimum). Once it had sent its write, the statements from its write on
+    are those from the write of the logged run (`sent`) on. Either path's write is the logged
+    run's (the same target and kind: a refresh's, not a rebuild's)."""
     [(when, k)] = hook.items()
     if k == "write":
         assert any(is_write(s) for s in ran), ("no write was sent before the kill", ran[-3:])
         return
-    diverged = next((i for i, (a, b) in enumerate(zip(ran, sent, strict=False), 1) if shape(a) != shape(b)), None)
-    assert len(ran) == int(k) and diverged is None, (
-        f"{when}={k}: the killed run sent {len(ran)} statements, its path left the logged one at {diverged}",
-        ran[(diverged or len(ran)) - 1][:300] if ran else None,
-        sent[(diverged or len(ran)) - 1][:300] if ran else None,
+    wrote = next((i for i, s in enumerate(ran) if is_write(s)), None)
+    logged_write = next(i for i, s in enumerate(sent) if is_write(s))
+    ours, path = (ran, repaired) if wrote is None else (ran[wrote:], sent[logged_write:])
+    kind = shape if wrote is None else unreleased
+    diverged = next((i for i, (a, b) in enumerate(zip(ours, path, strict=False), 1) if kind(a) != kind(b)), None)
+    at = (diverged or len(ours)) - 1
+    assert len(ran) == int(k) and len(ours) <= len(path) and diverged is None, (
+        f"{when}={k}: the killed run sent {len(ran)} statements, its path left the "
+        f"{'next' if wrote is None else 'logged'} run's at {diverged} (of {len(ours)})",
+        *([f"killed run: {kind(ours[at])}", f"its path: {kind(path[at])}"] if ours and at < len(path) else []),
     )
+    path_write = next((s for s in path if is_write(s)), "")
+    assert unreleased(path_write) == unreleased(sent[logged_write]), (when, k, shape(path_write))
+
+
+def unreleased(statement: str) -> str:
+    """`statement`'s shape without the releases of cached tables (`DROP VIEW`) a write's script
+    ends with: which tables a refresh cached depends on its path."""
+    said = shape(statement)
+    if not said.startswith("BEGIN "):
+        return said
+    return "; ".join(p for p in said.removesuffix(" END").split("; ") if not p.startswith("DROP VIEW "))
 
 
 def dbt_process(project, name: str | None, profiles: Path | None = None, **env: str) -> subprocess.CompletedProcess:
@@ -155,17 +170,19 @@ class TestKillAtEveryStatement:
         """The next run's outcome: its message's first word, `lost the race` when the killed
         run's write landed meanwhile (the run after then catches up). The killed run logs its
         statements to `log`: the kill must have come where `hook` meant it (`sent`: the logged
-        run's statements)."""
+        run's statements; the next run's go to `log` with suffix `.next`)."""
         self.change(project, n)
         killed = dbt_process(project, name, IVM_FAULT_STATEMENT_LOG=str(log), **hook)
         assert killed.returncode == -9, (hook, killed.stdout[-3000:])
-        results = run_dbt(["run", "-s", name], expect_pass=None)
-        outcome = str(results[0].message).split(":")[0]
-        if str(results[0].status) != "success":  # the killed run's write landed meanwhile: this one lost the race
-            assert "committed first" in str(results[0].message), results[0].message
+        repair_log = log.with_suffix(".next")
+        repaired = dbt_process(project, name, IVM_FAULT_STATEMENT_LOG=str(repair_log))  # a process as the killed run's
+        [result] = json.loads((Path(project.project_root) / "target" / "run_results.json").read_text())["results"]
+        outcome = str(result["message"]).split(":")[0]
+        if repaired.returncode:  # the killed run's write landed meanwhile: this one lost the race
+            assert "committed first" in str(result["message"]), result["message"]
             outcome = "lost the race, then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
         assert self.equal_to_its_sql(project, name), (name, hook)
-        killed_where_meant(sent, log.read_text().splitlines(), hook)
+        killed_where_meant(sent, log.read_text().splitlines(), hook, repair_log.read_text().splitlines())
         return outcome
 
     def test_the_next_run_repairs_a_killed_refresh(self, project, tmp_path):
@@ -207,44 +224,54 @@ class TestKillAtEveryStatement:
             _, table = project.adapter.execute(f"DESCRIBE HISTORY {project.test_schema}.{name}__ivm", fetch=True)
         return [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
 
-    def applied_once(self, project, name: str) -> int:
-        """Every commit of the storage that may change its rows carries a watermark, no two the
-        same token (a change set written twice would be a second commit of one token, or one
-        without a watermark): the number of watermarked commits."""
+    def marks(self, project, name: str) -> list[Watermark]:
+        """The storage's watermarks, oldest first. Every commit of the storage that may change its
+        rows carries one, no two the same token (a change set written twice would be a second
+        commit of one token, or one without a watermark)."""
         history = self.history(project, name)
         marks = [Watermark.decode(r["userMetadata"], r["version"]) for r in history]  # type: ignore[arg-type]
         unmarked = [r["operation"] for r, m in zip(history, marks, strict=True) if m is None]
         assert all(op in KEEPS_ROWS for op in unmarked), (name, unmarked)
         tokens = [m.token for m in marks if m is not None]
         assert len(tokens) == len(set(tokens)), (name, tokens)
-        return len(tokens)
+        return [m for m in reversed(marks) if m is not None]
 
     def cut_then_repaired(self, project, tmp_path: Path, name: str, n: int, fault: str, retries: int) -> str:
-        """A refresh of round n's changes with its connection cut during its write, then the
-        runs until one succeeds: the cut run's and the next run's outcomes."""
+        """A refresh of round n's changes with its connection cut during its write, then the next
+        run: their outcomes. The cut run settles its write before it answers (`commit.settled`):
+        it succeeds exactly when its write committed, no write of it lands later (the next run
+        never loses a race to it), and the change set is applied by one commit (a commit that
+        settled a write that did not land, the fence, records the state before it)."""
         self.change(project, n)
-        before = self.applied_once(project, name)
+        before = len(self.marks(project, name))
         hook = {"cut": "IVM_FAULT_CUT_DURING_STATEMENT", "lose": "IVM_FAULT_LOSE_ANSWER_OF_STATEMENT"}[fault]
         cut = dbt_process(project, name, self.profiles(project, tmp_path, retries), **{hook: "write"})
         assert cut.returncode in (0, 1), cut.stdout[-3000:]
         [result] = json.loads((Path(project.project_root) / "target" / "run_results.json").read_text())["results"]
         retried = "re-submitted, " if "Connection lost during query execution (attempt 1/" in cut.stdout else ""
+        settled = "landed on its first submission, " if "it landed on its first submission" in cut.stdout else ""
         said = [line.strip() for line in (result["message"] or "").splitlines() if line.strip()]
-        outcome = retried + (said[-1].split(". ")[0][:160] if cut.returncode else said[0].split(":")[0])
+        outcome = retried + settled + (said[-1].split(". ")[0][:160] if cut.returncode else said[0].split(":")[0])
+        marks = self.marks(project, name)
+        [its] = marks[before:]  # the cut run's write, or the fence that settled it
+        landed = its.sources != marks[before - 1].sources
+        assert (cut.returncode == 0) == landed, (name, fault, retries, outcome, its.encode())
         results = run_dbt(["run", "-s", name], expect_pass=None)
+        assert str(results[0].status) == "success", (name, fault, retries, outcome, results[0].message)
         outcome += ", then " + str(results[0].message).split(":")[0]
-        if str(results[0].status) != "success":  # the cut write landed meanwhile: this run lost the race
-            assert "committed first" in str(results[0].message), results[0].message
-            outcome += ", then " + str(run_dbt(["run", "-s", name])[0].message).split(":")[0]
         assert self.equal_to_its_sql(project, name), (name, fault, retries, outcome)
-        commits = self.applied_once(project, name) - before
-        assert commits == 1, (name, fault, retries, commits)  # the cut run's write or the next run's
+        marks = self.marks(project, name)
+        applied = [
+            m for m, after in zip(marks[before - 1 :], marks[before:], strict=False) if after.sources != m.sources
+        ]
+        assert len(applied) == 1, (name, fault, retries, [m.encode() for m in marks[before:]])
         return outcome
 
     def test_a_connection_cut_during_the_write(self, project, tmp_path):
         """The connection of a refresh cut while its write (the script that sets its watermark
-        and idempotent-write pair around its MERGE) runs: whether dbt-spark re-submits it or the
-        next run starts over, the view equals its SQL and each change set is committed once."""
+        and idempotent-write pair around its MERGE) runs: whether dbt-spark re-submits it or not,
+        the run succeeds exactly when its write landed, the next run succeeds, the view equals its
+        SQL and each change set is applied once."""
         names = MATRIX_MODELS if MATRIX else ["k_aggregate"]
         run_dbt(["run", "-s", *names])
         n = 500

@@ -4,13 +4,15 @@ token, the recorded session settings, the MERGE metrics that reveal a broken uni
 from __future__ import annotations
 
 import datetime
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
 from dbt_ivm import consistency, render
 from dbt_ivm.catalog import settings_changed
 from dbt_ivm.classes import joins
-from dbt_ivm.commit import lost_race
+from dbt_ivm.commit import TXN_VERSION_CONF, USER_METADATA_CONF, fence, lost_race, settled
 from dbt_ivm.history import matched_several
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer
@@ -144,12 +146,78 @@ def test_a_write_whose_answer_was_lost_stands_when_its_commit_landed():
         raise ConnectionResetError("Connection lost while polling query status after 2 attempts")
 
     db = History(mark)
-    Maintainer(db, VIEW, "select * from db.o", log=logged.append)._write("MERGE INTO db.v__ivm …", None, lost, mark)
+    build = SimpleNamespace(mark=None, scripts=False)  # a build's write: read no watermark, not fenced
+    Maintainer(db, VIEW, "select * from db.o", log=logged.append)._write("MERGE INTO db.v__ivm …", build, lost, mark)
     assert len(db.asked) == 1 and db.asked[0].startswith("DESCRIBE HISTORY `db`.`v__ivm`")
     assert logged == [
         "fast_mv db.v: the write's answer was lost (Connection lost while polling query status after "
-        "2 attempts); its commit landed"
+        "2 attempts); it landed on its first submission (a copy sent again was skipped or rejected)"
     ]
     other = Watermark(sources={"db.o": 3}, definition_hash="h", token=5, run="another")
     with pytest.raises(ConnectionResetError):
-        Maintainer(History(other), VIEW, "select * from db.o")._write("MERGE INTO db.v__ivm …", None, lost, mark)
+        Maintainer(History(other), VIEW, "select * from db.o")._write("MERGE INTO db.v__ivm …", build, lost, mark)
+
+
+class Delta:
+    """A storage's history under Delta's idempotent writes (app id, version): a commit whose
+    version is not above the one recorded is skipped. `running`: a copy of the refresh's write
+    still running on the server after its connection was cut, which commits `lands`: "before" the
+    run asks, just before the fence ("racing": Delta skips the fence), just "after" it (Delta
+    rejects the copy), or never (None)."""
+
+    def __init__(self, read: Watermark, running: Watermark, lands: str | None):
+        self.commits, self.recorded, self.confs = [read.encode()], read.token, {}
+        self.running, self.lands, self.sent = running, lands, []
+        self.landing("before")
+
+    def landing(self, when: str) -> None:
+        if self.lands == when:
+            self.commit(self.running.encode(), self.running.token)
+
+    def commit(self, metadata: str, version: int) -> None:
+        if version > self.recorded:
+            self.commits.append(metadata)
+            self.recorded = version
+
+    def execute(self, sql: str) -> None:
+        self.sent.append(sql)
+        if sql.startswith("SET "):
+            key, value = sql.removeprefix("SET ").split("=", 1)
+            self.confs[key] = value
+        elif sql.startswith("MERGE INTO"):
+            self.landing("racing")
+            self.commit(self.confs[USER_METADATA_CONF], int(self.confs[TXN_VERSION_CONF]))
+            self.landing("after")
+
+    def query(self, sql: str) -> list[dict]:
+        return [{"version": v, "operation": "MERGE", "userMetadata": m} for v, m in enumerate(self.commits)][::-1]
+
+
+@pytest.mark.parametrize("lands", ["before", "racing", "after", None])
+def test_a_refresh_whose_connection_was_cut_stands_if_and_only_if_its_write_landed(lands):
+    """The write's copy on the server commits before the run asks, or while the fence is sent
+    (Delta skips the fence), or after it (Delta rejects the copy), or never. The run stands exactly
+    when its own watermark is the newest; each token is committed once, and a fence records the
+    state the write read, under its token."""
+    read = Watermark(sources={"db.o": 3}, definition_hash="h", token=5, run="before", highs={"id": 9})
+    mark = Watermark(sources={"db.o": 7}, definition_hash="h", token=6, run="mine")
+    cut = RuntimeError("Connection lost while polling query status after 1 attempts. Original error: TTransport")
+    db = Delta(read, mark, lands)
+    said = settled(db, BACKING, mark, read, cut, scripts=False)
+    newest = Watermark.decode(db.commits[-1])
+    assert newest is not None and len(db.commits) == 2 and newest.token == 6  # one commit of token 6
+    assert bool(said) == (newest.encode() == mark.encode()) == (lands in ("before", "racing"))
+    if lands in ("after", None):
+        assert newest.sources == read.sources and newest.run == "mine" and newest.highs is None
+    fenced = any(s.startswith("MERGE INTO") for s in db.sent)
+    assert fenced == (lands != "before")  # no fence when the write had landed at the first ask
+
+
+def test_only_a_refresh_whose_connection_was_lost_is_fenced():
+    read = Watermark(sources={"db.o": 3}, definition_hash="h", token=5, run="before")
+    mark = Watermark(sources={"db.o": 7}, definition_hash="h", token=6, run="mine")
+    assert fence(read, mark, ConnectionResetError("reset")) is not None
+    assert fence(read, mark, RuntimeError("TSocket read 0 bytes")) is not None
+    assert fence(read, mark, CONFLICT) is None  # the write's own answer: it did not commit
+    assert fence(None, mark, ConnectionResetError("reset")) is None  # a build
+    assert fence(read, replace(mark, token=1_800_000_000_000_000), ConnectionResetError("reset")) is None

@@ -121,14 +121,20 @@ class BackoffPolling(PyhiveConnectionWrapper):
 
     def _wait_out(self, cursor: Any) -> None:
         """Until the statement `cursor` sent has ended, or its state cannot be asked (the
-        connection is gone, and the server's session with it)."""
+        connection is gone, and the server's session with it: `gone`)."""
         wait = self.FIRST_WAIT
         try:
             while cursor.poll().operationState in RUNNING:
                 time.sleep(wait)
                 wait = min(2 * wait, 5.0)
         except Exception:  # nothing to wait for
-            return
+            self.__dict__["_gone"] = True
+
+    @property
+    def gone(self) -> bool:
+        """The server could not be asked about a statement whose answer was lost: the connection
+        is dead, and a statement sent on it fails (`_ConnectionDatabase` opens a new one)."""
+        return bool(self.__dict__.get("_gone"))
 
 
 def _quiet_session(conf: dict[str, str]) -> None:

@@ -24,6 +24,7 @@ the engine sends through the adapter (`_ConnectionDatabase`), numbered from 1 in
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
@@ -82,6 +83,43 @@ def is_write(statement: str) -> bool:
     """A refresh's write: alone, or in the script that sets its confs around it (`batch`)."""
     text = " ".join(statement.split()).upper()
     return text.startswith(WRITES) or (text.startswith("BEGIN ") and any(f"; {w}" in text for w in WRITES))
+
+
+# a statement's tokens: a quoted name or string, a word (dotted), a number, any other character
+TOKEN = re.compile(r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[A-Za-z_][\w.]*|\d[\w.]*|\S")
+# where a statement's head (what it is and what it writes) ends: its query, options and values
+HEAD_ENDS = {"AS", "USING", "ON", "WHERE", "VALUES", "LIMIT", "FROM", "SELECT", "WITH", "SET", "(", "=", ";"}
+HEX = re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-f]*\d)[0-9a-f]{8,}(?![0-9A-Za-z])")
+
+
+def shape(statement: str) -> str:
+    """What a statement is, the same in two refreshes on one path whatever their data: for each
+    statement of it (each of a script's, `BEGIN s1; s2; END`), its head, the keywords and the name
+    it writes up to its query, options or values (`CACHE TABLE n`, `MERGE INTO t`, `SET key`, a
+    query's first keyword; EXECUTE IMMEDIATE of a string: the string's), with hex names and numbers
+    masked. A refresh that took another path (another write, other tables cached, another script)
+    has another shape at some statement."""
+    tokens = TOKEN.findall(statement.strip())
+    if len(tokens) > 1 and tokens[0].upper() == "BEGIN" and tokens[-1].upper() == "END":
+        parts: list[list[str]] = [[]]
+        for token in tokens[1:-1]:
+            parts[-1:] = [parts[-1], []] if token == ";" else [[*parts[-1], token]]
+        return "BEGIN " + "; ".join(_head(p) for p in parts if p) + " END"
+    return _head(tokens)
+
+
+def _head(tokens: list[str]) -> str:
+    if not tokens:
+        return ""
+    head = tokens[:1]
+    for token in [] if head[0].upper() in ("SELECT", "WITH") else tokens[1:8]:
+        if token.upper() in HEAD_ENDS:
+            break
+        if token[0] == "'" and [t.upper() for t in head] == ["EXECUTE", "IMMEDIATE"]:
+            head.append(f"[{shape(token[1:-1])}]")
+            break
+        head.append("'…'" if token[0] in "'\"" else token)
+    return re.sub(r"\d+", "#", HEX.sub("H", " ".join(head))).upper()
 
 
 def delay() -> float:

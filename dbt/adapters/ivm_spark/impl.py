@@ -8,12 +8,13 @@ into dbt errors.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import import_module
 from typing import Any
 
 from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import AdapterTrackingRelationInfo
+from dbt.adapters.contracts.connection import ConnectionState
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
@@ -38,12 +39,27 @@ class _ConnectionDatabase:
         self.adapter = adapter
 
     def execute(self, sql: str) -> None:
+        self._reopened()
         faults.around(sql, lambda: self.adapter.connections.add_query(sql, auto_begin=False))
 
     def query(self, sql: str) -> list[dict[str, Any]]:
+        self._reopened()
         _, cursor = faults.around(sql, lambda: self.adapter.connections.add_query(sql, auto_begin=False))
         names = [d[0] for d in cursor.description or []]
         return [dict(zip(names, tuple(row), strict=True)) for row in cursor.fetchall() or []]
+
+    def _reopened(self) -> None:
+        """A new connection in place of one found dead (`BackoffPolling.gone`: a statement's answer
+        was lost and the server could not be asked about it), so that what the engine sends after
+        a cut write (reading whether it committed, `commit.settled`) reaches the server."""
+        connections = self.adapter.connections
+        connection = connections.get_thread_connection()
+        if getattr(connection.handle, "gone", False):
+            with suppress(Exception):  # the dead socket's close
+                connections.close(connection)
+            connection.state = ConnectionState.CLOSED
+            connections.open(connection)
+            logger.info("the connection to the server was lost; fast_mv goes on through a new one")
 
 
 def _table(relation: Any) -> TableName:

@@ -527,10 +527,9 @@ class Maintainer:
     def _write(
         self, statement: str, i: Inspection, run: Callable[[str], None] | None = None, mark: Watermark | None = None
     ) -> None:
-        """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to
-        another writer fails loudly. A write that fails while its commit landed (its answer lost
-        with the connection, a copy the connector re-submitted failed, a statement of its script
-        after the MERGE failed) stands when the storage's newest watermark is `mark` (`commit.settled`)."""
+        """The one write of a build or refresh (by `run`, `commit_metadata`'s); losing a race to another
+        writer fails loudly. A write whose answer was lost (the connection cut, a re-submitted copy
+        failed, a later statement of its script failed) stands as `commit.settled` settles it."""
         try:
             (run or self.run)(statement)
         except Exception as e:  # the connection's error type varies

@@ -132,6 +132,21 @@ having count(*) >= 1
 STATUS_COUNTS = "select status, count(*) as n, min(amount) as low, sum(amount) as total from {orders} group by status"
 ORDER_STATS = "select count(*) as n, sum(amount) as total, stddev(amount) as sd from {orders}"
 DISTINCT_STATUSES = "select distinct status from {orders}"
+# The classes that landed after the first ones, over orders and customers: UNION, EXISTS, an
+# aggregate over a UNION ALL, calculated columns over an aggregate.
+CUSTOMER_IDS = "select customer_id from {orders} union select customer_id from {customers}"
+BUYERS = (
+    "select c.customer_id, c.name from {customers} c "
+    "where exists (select 1 from {orders} o where o.customer_id = c.customer_id)"
+)
+IDS_COUNTED = (
+    "select k, count(*) as n from (select customer_id as k from {orders} "
+    "union all select customer_id from {customers}) u group by k"
+)
+STATUS_SHARES = (
+    "select coalesce(status, 'none') as status, n, round(total / n, 2) as mean "
+    "from (select status, count(*) as n, sum(amount) as total from {orders} group by status) g"
+)
 AGGREGATE_MODELS = {
     "customer_totals": (CUSTOMER_TOTALS, ["name", "orders", "total", "mean", "top", "statuses"]),
     "status_counts": (STATUS_COUNTS, ["status", "n", "low", "total"]),

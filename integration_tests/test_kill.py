@@ -35,7 +35,10 @@ from dbt.adapters.ivm_spark.faults import is_write, shape
 from dbt_ivm.history import KEEPS_ROWS
 from dbt_ivm.metadata import Watermark
 from integration_tests.fixtures import (
+    BUYERS,
     CDF,
+    CUSTOMER_IDS,
+    IDS_COUNTED,
     ORDER_CUSTOMERS,
     ORDERS_MV,
     OUTER_MODELS,
@@ -43,6 +46,7 @@ from integration_tests.fixtures import (
     SHOP_TABLES,
     SOURCES_YML,
     STATUS_COUNTS,
+    STATUS_SHARES,
     model,
     recompute,
 )
@@ -58,6 +62,8 @@ MODELS = {
     "k_single": ORDERS_MV,
 }
 MATRIX = os.environ.get("IVM_KILL_MATRIX") == "1"
+if MATRIX:  # the matrix's only: the suite kills the join's refresh and cuts the aggregate's
+    MODELS |= {"k_setops": CUSTOMER_IDS, "k_exists": BUYERS, "k_union_agg": IDS_COUNTED, "k_calc": STATUS_SHARES}
 # the matrix's models (IVM_KILL_MODELS=k_join,k_aggregate: those only; default every one)
 MATRIX_MODELS = [m for m in os.environ.get("IVM_KILL_MODELS", "").split(",") if m] or list(MODELS)
 # The connection cuts during the write (the fault hook's): the server's session lost ("cut"), or

@@ -18,7 +18,10 @@ import yaml
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from integration_tests.fixtures import (
+    BUYERS,
     CDF,
+    CUSTOMER_IDS,
+    IDS_COUNTED,
     ITEM_KEYED,
     ITEMS_TABLE,
     KEYED_ITEMS_ROWS,
@@ -30,6 +33,7 @@ from integration_tests.fixtures import (
     SHOP_TABLES,
     SOURCES_YML,
     STATUS_COUNTS,
+    STATUS_SHARES,
     consistent_schema_yml,
     model,
 )
@@ -45,20 +49,6 @@ from {orders}
 """
 CUSTOMER_SPEND = (
     "select customer_id, count(*) as n, sum(amount) as total from {{{{ ref('order_customers') }}}} group by customer_id"
-)
-# the classes that landed after the first ones, over the shop sources
-CUSTOMER_IDS = "select customer_id from {orders} union select customer_id from {customers}"
-BUYERS = (
-    "select c.customer_id, c.name from {customers} c "
-    "where exists (select 1 from {orders} o where o.customer_id = c.customer_id)"
-)
-IDS_COUNTED = (
-    "select k, count(*) as n from (select customer_id as k from {orders} "
-    "union all select customer_id from {customers}) u group by k"
-)
-STATUS_SHARES = (
-    "select coalesce(status, 'none') as status, n, round(total / n, 2) as mean "
-    "from (select status, count(*) as n, sum(amount) as total from {orders} group by status) g"
 )
 MODELS = {
     "orders_mv": ORDERS_MV,  # single source

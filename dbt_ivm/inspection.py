@@ -44,11 +44,12 @@ from dbt_ivm.catalog import (
     scripts,
     server_defaults,
     session_settings,
+    settings_changed,
 )
 from dbt_ivm.classes import ViewRules, rules_for
 from dbt_ivm.history import appended_rows, changed_rows, keeps_properties, keeps_rows, replaced, rows_after
 from dbt_ivm.ir import Span, TableName, Upstream, ViewPlan
-from dbt_ivm.metadata import Watermark, latest_watermark
+from dbt_ivm.metadata import PROP_SETTINGS, Watermark, latest_watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
 from dbt_ivm.render import CHANGE_FEED
 from dbt_ivm.upstream import fingerprint, with_upstreams
@@ -201,7 +202,7 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
     pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
     guess = known_properties.expected(plan, encode_settings(meaning(answered)), cluster_by)
     stored = read_stored(db, model.backing, known.storage, guess) if model.backing.key in catalog else None
-    if stored is None or stored.mark is None or stored.mark.definition_hash != plan.definition_hash:
+    if _built_anew(plan, stored, meaning(answered)):
         check_types(plan, lambda query: describe_query(db, query))  # before a build of this definition
     started = time.time()
     moved = moved_sources(db, plan, pinned, histories, stored)
@@ -225,6 +226,14 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         before_caching(answered),
         server_defaults(answered),
     )
+
+
+def _built_anew(plan: ViewPlan, stored: Stored | None, settings: Mapping[str, str]) -> bool:
+    """Whether the storage was built by no run with this definition and these meaning settings
+    (which type what the analysis cannot: a run under others may build, `decide.rebuild_reason`)."""
+    if stored is None or stored.mark is None or stored.mark.definition_hash != plan.definition_hash:
+        return True
+    return bool(settings_changed(stored.properties.get(PROP_SETTINGS), settings))
 
 
 def _recorded(known: Known) -> Mapping[str, Any] | None:

@@ -175,3 +175,19 @@ def test_commits_that_kept_every_row_advance_the_watermark_without_reading_the_f
     assert decide(inspection(history=[commit(5, "OPTIMIZE")])).path is Path.REFRESH  # v4 not in the history read
     renamed = [commit(5, "RENAME COLUMN", blind=False), commit(4, "OPTIMIZE", blind=False)]
     assert decide(inspection(history=renamed)).path is not Path.ADVANCE
+
+
+def test_the_types_of_a_distributed_union_are_checked_before_every_build():
+    """`inspection._built_anew`: a storage of this definition built under these meaning settings
+    was checked by its build; another definition, no watermark, or other settings (a rebuild by
+    `rebuild_reason`, which Spark may type otherwise) check again."""
+    from dbt_ivm.inspection import _built_anew
+
+    stored = inspection().stored
+    assert stored is not None
+    assert not _built_anew(PLAN, stored, SETTINGS)
+    assert _built_anew(PLAN, None, SETTINGS)
+    assert _built_anew(PLAN, dataclasses.replace(stored, mark=None), SETTINGS)
+    other = analyze("select o.id from db.o o", SCHEMA)
+    assert _built_anew(other, stored, SETTINGS)
+    assert _built_anew(PLAN, stored, {"spark.sql.session.timeZone": "Europe/Paris"})

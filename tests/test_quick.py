@@ -1,6 +1,6 @@
 """The no-change run's few statements (`dbt_ivm.quick`): each thing that could make "no change"
 wrong sends the run down the full inspection, which then does what it always did; and a write
-whose statement fails after its commit landed stands (`commit.landed`)."""
+whose statement fails after its commit landed stands (`commit.settled`)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_each_guard_of_the_quick_check_sends_the_run_down_the_full_path(spark, s
         logs: list[str] = []
         m.log = logs.append
         assert m.materialize().action is Action.REFRESHED
-        assert any("commit landed" in line for line in logs), logs
+        assert any("landed on its first submission" in line for line in logs), logs
         assert spark.sql(consistency_sql(spark_db, TableName(DB, "j"))).count() == 0
         spark.sql(f"insert into {DB}.o values (101, 1, 51.0)")
         m = Maintainer(Failing(spark_db, after=False), TableName(DB, "j"), JOIN, refresh_policy="incremental")

@@ -27,9 +27,9 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse, snippet
+from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse
 from dbt_ivm.analyze.setops import BRANCH_CLASSES, analyzed_branches, normalized_query, set_plan
-from dbt_ivm.analyze.union_leaf import all_union_all, named_as_first, unwrapped, without_cte
+from dbt_ivm.analyze.union_leaf import named_as_first, reads_of, refuse_distinct_branches, union_read, without_cte
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
 
@@ -52,25 +52,12 @@ class Joined(NamedTuple):
 
 
 def _union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.CTE | None] | None:
-    """The UNION ALL subquery, or CTE, that `item` reads; None for anything else."""
-    if isinstance(item, exp.Subquery) and item.alias and not item.args["alias"].columns:
-        body, cte = unwrapped(item.this), None
-    elif isinstance(item, exp.Table) and not item.db:
-        with_ = select.args.get("with_")
-        name = item.name.lower()
-        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
-        if cte is None or cte.args["alias"].columns:
-            return None
-        body = unwrapped(cte.this)
-    else:
-        return None
-    if not isinstance(body, exp.Union) or not all_union_all(body):
-        return None
-    if cte is not None:
-        reads = [t for t in select.find_all(exp.Table) if not t.db and t.name.lower() == cte.alias_or_name.lower()]
-        if len(reads) != 1:
-            raise refuse(f"the UNION ALL CTE {cte.alias_or_name} read {len(reads)} times", item, OWN_MODEL)
-    return body, item.alias_or_name, cte
+    """The UNION ALL subquery, or CTE, that `item` reads (`union_leaf.union_read`); a CTE read more
+    than once is refused."""
+    read = union_read(select, item)
+    if read is not None and read[2] is not None and (n := reads_of(select, read[2])) != 1:
+        raise refuse(f"the UNION ALL CTE {read[2].alias_or_name} read {n} times", item, OWN_MODEL)
+    return read
 
 
 def find(select: exp.Expr) -> Joined | None:
@@ -107,13 +94,7 @@ def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewP
     select = joined.select
     with_ = without_cte(select.args.get("with_"), joined.cte)
     shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
-    for branch in branches:
-        if branch.distinct:
-            raise refuse(
-                f"SELECT DISTINCT in a branch of a UNION ALL subquery ({snippet(branch.plan.query)})",
-                joined.union,
-                OWN_MODEL,
-            )
+    refuse_distinct_branches(branches, joined.union, OWN_MODEL)
     names = [o.name for o in branches[0].plan.outputs]
     compared = _compared(select, joined, names)
     derived = _derived(branches, names, compared, joined.union)

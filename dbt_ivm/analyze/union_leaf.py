@@ -48,30 +48,52 @@ def all_union_all(node: exp.Expr) -> bool:
     return all(isinstance(n, exp.Union) and not n.args.get("distinct") for n in node.find_all(exp.SetOperation))
 
 
+def union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.CTE | None] | None:
+    """The UNION ALL subquery, or CTE, that the FROM or JOIN item `item` of `select` reads: its
+    body, its alias, the CTE; None for anything else."""
+    cte = None
+    if isinstance(item, exp.Subquery) and item.alias:
+        if item.args["alias"].columns:
+            return None
+        body = unwrapped(item.this)
+    elif isinstance(item, exp.Table) and not item.db:
+        with_ = select.args.get("with_")
+        name = item.name.lower()
+        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        if cte is None or cte.args["alias"].columns:
+            return None
+        body = unwrapped(cte.this)
+    else:
+        return None
+    if not isinstance(body, exp.Union) or not all_union_all(body):
+        return None
+    return body, item.alias_or_name, cte
+
+
+def reads_of(select: exp.Select, cte: exp.CTE) -> int:
+    """How many times `select` reads the CTE `cte`."""
+    name = cte.alias_or_name.lower()
+    return sum(1 for t in select.find_all(exp.Table) if not t.db and t.name.lower() == name)
+
+
 def find(select: exp.Expr) -> Found | None:
     """The UNION ALL subquery, or CTE read once, that `select` reads as its only FROM item; None
     for anything else (a set operation elsewhere is refused by `analyze.refusals`)."""
     if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("from_") is None:
         return None
-    item = select.args["from_"].this
-    cte = None
-    if isinstance(item, exp.Subquery) and item.alias:
-        if item.args["alias"].columns:
-            return None
-        body, alias = unwrapped(item.this), item.alias
-    elif isinstance(item, exp.Table) and not item.db:
-        with_ = select.args.get("with_")
-        name = item.name.lower()
-        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
-        reads = [t for t in select.find_all(exp.Table) if not t.db and t.name.lower() == name]
-        if cte is None or len(reads) != 1 or cte.args["alias"].columns:
-            return None
-        body, alias = unwrapped(cte.this), item.alias_or_name
-    else:
+    read = union_read(select, select.args["from_"].this)
+    if read is None or (read[2] is not None and reads_of(select, read[2]) != 1):
         return None
-    if not isinstance(body, exp.Union) or not all_union_all(body):
-        return None
-    return Found(select, body, alias, cte)
+    return Found(select, *read)
+
+
+def refuse_distinct_branches(branches: list[Branch], union: exp.Union, hint: str) -> None:
+    """A SELECT DISTINCT branch of the UNION ALL `union` is refused (each branch must keep its rows)."""
+    for branch in branches:
+        if branch.distinct:
+            raise refuse(
+                f"SELECT DISTINCT in a branch of a UNION ALL subquery ({snippet(branch.plan.query)})", union, hint
+            )
 
 
 def without_cte(with_: exp.With | None, cte: exp.CTE | None) -> exp.With | None:
@@ -140,13 +162,7 @@ def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPla
     select = found.select
     with_ = without_cte(select.args.get("with_"), found.cte)
     shape, branches = analyzed_branches(named_as_first(found.union), with_, lambda branch: plan_model(branch, schema))
-    for branch in branches:
-        if branch.distinct:
-            raise refuse(
-                f"SELECT DISTINCT in a branch of a UNION ALL subquery ({snippet(branch.plan.query)})",
-                found.union,
-                SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"),
-            )
+    refuse_distinct_branches(branches, found.union, SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"))
     names = tuple(o.name for o in branches[0].plan.outputs)
     table, key = _placeholder(schema, found.alias)
     outer = select.copy()

@@ -25,6 +25,7 @@ from decimal import Decimal
 import pytest
 
 from dbt_ivm.analyze import analyze
+from tests.spark_sources import session_settings
 from tests.unit.cases import ACCEPTED, SCHEMAS
 
 pytestmark = pytest.mark.spark
@@ -52,13 +53,9 @@ DATASETS = [
 ]
 NEVER_ROWS = {"fold_false"}  # WHERE FALSE: no data set can give rows
 CHUNK = 10  # queries per Spark job: one huge UNION ALL plans slowly
-# For a few rows per table, compiling generated code costs more than it saves; one task per
-# shuffle is plenty. Set for this module only, restored afterwards.
-FAST_CONF = {
-    "spark.sql.shuffle.partitions": "1",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
+# For a few rows per table one task per shuffle is plenty (the suite's session compiles no code
+# already: conftest.TEST_SETTINGS). Set for this module only, restored afterwards.
+FAST_CONF = {"spark.sql.shuffle.partitions": "1"}
 
 
 # Columns the cases filter on get their own small domains, so that the filters match some rows.
@@ -206,10 +203,7 @@ def outcomes(spark, request):
     problems: dict[str, list[str]] = {c.id: [] for c in ACCEPTED}
     rows: dict[str, int] = {c.id: 0 for c in ACCEPTED}
     _drop_databases(spark)  # left over by an interrupted run
-    saved = {k: spark.conf.get(k, None) for k in FAST_CONF}
-    for k, v in FAST_CONF.items():
-        spark.conf.set(k, v)
-    try:
+    with session_settings(spark, FAST_CONF):
         datasets = DATASETS if request.config.getoption("--stress") else DATASETS[:1]
         for number, (seed, n, null_chance, empty) in enumerate(datasets):
             _fill(spark, seed, n, null_chance, empty, create=number == 0)
@@ -233,10 +227,7 @@ def outcomes(spark, request):
                     )
                 rows[case.id] += sum(want.values())
         yield {c.id: (problems[c.id], rows[c.id]) for c in ACCEPTED}
-    finally:
-        for k, v in saved.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
-        _drop_databases(spark)
+    _drop_databases(spark)
 
 
 def _drop_databases(spark) -> None:

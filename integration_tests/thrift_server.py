@@ -22,6 +22,8 @@ POLL_INTERVAL = 0
 # CPU over test_thrift.py: 103 s against 125 s with the default, one run each on the loaded 2-core
 # machine, 2026-11-27). Tests only.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# and generates no code, as the embedded test session (conftest.TEST_SETTINGS)
+SETTINGS = "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,12 @@ class ThriftServer:
 
 def running_server(home: Path, *options: str) -> Iterator[ThriftServer]:
     """Start a server in `home` (`options`: the script's, e.g. --no-delta), yield it, stop it."""
-    env = {**os.environ, "IVM_THRIFT_HOME": str(home), "IVM_THRIFT_JAVA_OPTIONS": JAVA_OPTIONS}
+    env = {
+        **os.environ,
+        "IVM_THRIFT_HOME": str(home),
+        "IVM_THRIFT_JAVA_OPTIONS": JAVA_OPTIONS,
+        "IVM_THRIFT_CONF": SETTINGS,
+    }
     started = subprocess.run(["bash", str(SCRIPT), "start", *options], env=env, capture_output=True, text=True)
     if started.returncode != 0:
         raise RuntimeError(f"the Thrift Server did not start:\n{started.stdout}{started.stderr}")

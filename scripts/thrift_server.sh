@@ -11,7 +11,8 @@
 # IVM_THRIFT_HOME: the server's directory (state file `server.env` with PID, PORT, CONNECT_PORT, HOME_DIR;
 # `server.log`, `warehouse/`, `derby/`); default ${TMPDIR:-/tmp}/dbt-ivm-thrift-$UID.
 # --no-delta: without Delta's jars and confs (to see what fast_mv says to such a server).
-# IVM_THRIFT_MEMORY: the driver's memory (default 2g); IVM_THRIFT_JAVA_OPTIONS: more JVM options.
+# IVM_THRIFT_MEMORY: the driver's memory (default 2g); IVM_THRIFT_JAVA_OPTIONS: more JVM options;
+# IVM_THRIFT_CONF: more Spark settings, `key=value` separated by spaces.
 #
 # Delta given by `--packages` alone fails in the server's sessions (NoClassDefFoundError of Delta's
 # classes): its jars must be on the driver's class path, which is fixed when the JVM starts, so they
@@ -86,6 +87,8 @@ start() {
       --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog
       --conf spark.databricks.delta.snapshotPartitions=1)
   fi
+  local setting
+  for setting in ${IVM_THRIFT_CONF:-}; do args+=(--conf "$setting"); done
   # the settings of the embedded test session (dbt_ivm.session.spark_conf, conftest.py), small
   (cd "$home" && exec nohup "$SPARK_HOME/bin/spark-submit" \
     --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 --name dbt-ivm-thrift \

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,3 +22,16 @@ def orders_and_customers(spark: Any, db: str, orders: int, customers: int) -> It
         yield
     finally:
         spark.sql(f"drop database if exists {db} cascade")
+
+
+@contextmanager
+def session_settings(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """`settings` on the session for the block, each restored (or unset) after it."""
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)

@@ -30,7 +30,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -43,11 +43,14 @@ from dbt_ivm.analyze import analyze
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer
+from tests.spark_sources import session_settings
 
 pytestmark = pytest.mark.spark
 
 DB = "ivm_fidelity_test"
 SOURCE = "src"
+# Spark's defaults: whole-stage and expression code generated, as on a cluster
+WITH_CODEGEN = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
 BATCH_SIZE = 120  # expressions per wide view: 4 builds and 4 refreshes for the whole suite
 
 COLUMNS: dict[str, str] = {
@@ -959,7 +962,13 @@ def batches(items: Sequence[tuple[int, str]], size: int = BATCH_SIZE) -> list[Gr
 @pytest.fixture(scope="module")
 def fidelity(spark, spark_db):
     """Build every batch of accepted expressions, compare; change the source, refresh, compare.
-    Batches that fail at runtime are narrowed down on fresh copies of the source."""
+    Batches that fail at runtime are narrowed down on fresh copies of the source. With generated
+    code, as a cluster runs them (the suite's session compiles none: conftest.TEST_SETTINGS)."""
+    with session_settings(spark, WITH_CODEGEN):
+        yield from _fidelity(spark, spark_db)
+
+
+def _fidelity(spark: Any, spark_db: Any) -> Iterator[Findings]:
     started = time.monotonic()
     budget = float(os.environ.get(BUDGET_ENV, "60"))
     spark.sql(f"DROP DATABASE IF EXISTS {DB} CASCADE")

@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from dbt_ivm.analyze.functions import is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse
-from dbt_ivm.analyze.setops import BRANCH_CLASSES, analyzed_branches, normalized_query, set_plan
+from dbt_ivm.analyze.setops import BRANCH_CLASSES, SEPARATE_MODEL, analyzed_branches, normalized_query, set_plan
 from dbt_ivm.analyze.union_leaf import named_as_first, reads_of, refuse_distinct_branches, union_read, without_cte
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
@@ -202,7 +202,8 @@ def _derived(
             raise refuse(
                 f"a UNION ALL column {name} of types {found} read by the {reader} (Spark widens them before it)",
                 union,
-                f"cast {name} to one type in every branch (CAST(... AS <type>)), or " + OWN_MODEL,
+                f"cast {name} to one type in every branch (CAST(... AS <type>)), or "
+                + (OWN_MODEL if reader == "join" else SEPARATE_MODEL.format("UNION ALL", "")),
             )
         if len(known) == 1:  # a branch the analysis cannot type must agree (`check_types`)
             casts[k] = exp.DataType.build(known.pop(), dialect=DIALECT)

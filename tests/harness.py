@@ -1148,7 +1148,7 @@ CALCULATED = Family(
 # keys, NaN and the infinities, branches that are joins and outer joins, a table read by two
 # branches and by a join in each, branch types Spark widens (DOUBLE and DECIMAL, DECIMAL and INT,
 # a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns; and
-# joins over a UNION ALL (`analyze.union_join`).
+# joins over a UNION ALL and a SELECT over one (`analyze.union_join`).
 LA = Table("la", (("k", "int"), ("g", "string"), ("x", "double special")))
 LB = Table("lb", (("k", "int"), ("g", "string"), ("y", "double"), ("m", "decimal(10,2)")))
 LC = Table("lc", (("j", "int"), ("z", "string")))
@@ -1212,6 +1212,13 @@ UNIONS = Family(
             "u_right_join",
             "SELECT DISTINCT c.z, u.g FROM {db}.lc c RIGHT JOIN (SELECT k, g FROM {db}.la UNION ALL "
             "SELECT k, g FROM {db}.lb UNION ALL SELECT NULL, z FROM {db}.lc) u ON c.j = u.k",
+        ),
+        # a SELECT with no join over a UNION ALL (`analyze.union_join`): a WHERE and expressions over
+        # columns a branch gives as NULL (cast to the other branches' types)
+        View(
+            "u_select",
+            "SELECT k, x * 2 AS x2, coalesce(g, '-') AS gg, g FROM (SELECT k, g, x FROM {db}.la UNION ALL "
+            "SELECT k, NULL, y FROM {db}.lb UNION ALL SELECT j, z, NULL FROM {db}.lc) u WHERE x > 0.3 OR k IS NULL",
         ),
         _agg(
             "u_expressions",

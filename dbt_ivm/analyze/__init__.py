@@ -19,7 +19,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
 - `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own;
 - `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf;
-- `union_join`: a join over a UNION ALL subquery, distributed over its branches (a set operation).
+- `union_join`: a join over a UNION ALL subquery, or a plain SELECT over one, distributed over its
+  branches (a set operation).
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
 
 def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
     """The plan of a model that is not a set operation, without its top-level ORDER BY."""
-    if (found := union_leaf.find(raw)) is not None:
-        return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))
+    # a join over a UNION ALL, or a SELECT row by row over one, first; any other query over one alone: a leaf
     if (joined := union_join.find(raw)) is not None:
         return union_join.join_plan(joined, schema, lambda query, known: analyze(query, known, declared))
+    if (found := union_leaf.find(raw)) is not None:
+        return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]

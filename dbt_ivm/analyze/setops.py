@@ -37,6 +37,13 @@ SEPARATE_MODEL = (
     "materialized='table'"
 )
 
+# what a branch of a class the counts cannot carry is named by (else "aggregate")
+CONSTRUCTS = {
+    ViewClass.WINDOW: "window",
+    ViewClass.SEMI_JOIN: "subquery",
+    ViewClass.SET_OPERATION: "query over a UNION ALL subquery",
+}
+
 BranchPlanner = Callable[[exp.Select], ViewPlan]
 
 
@@ -154,7 +161,7 @@ def _branch(index: int, select: exp.Select, with_: exp.With | None, offset: int,
         select.set("with_", with_.copy())
     plan = plan_branch(select)
     if plan.view_class not in BRANCH_CLASSES:  # an aggregate (GROUP BY, aggregates, HAVING) or windows
-        construct = {ViewClass.WINDOW: "window", ViewClass.SEMI_JOIN: "subquery"}.get(plan.view_class, "aggregate")
+        construct = CONSTRUCTS.get(plan.view_class, "aggregate")
         raise refuse(
             f"a{'n' * (construct == 'aggregate')} {construct} branch of a set operation ({snippet(select)})",
             select,

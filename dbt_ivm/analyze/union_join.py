@@ -1,5 +1,5 @@
-"""A join over a UNION ALL subquery (or CTE), distributed over the union's branches
-(`ir.DistributedUnion`).
+"""A join over a UNION ALL subquery (or CTE), or a plain SELECT over one, distributed over the
+union's branches (`ir.DistributedUnion`).
 
 `select f.id, d.name from (select id, dim_id from db.a union all select id, dim_id from db.b) f
 join db.dim d on f.dim_id = d.id`: an inner join reads each row of the union by itself, and so does
@@ -7,7 +7,9 @@ a LEFT JOIN with the union on its preserved side (a RIGHT JOIN mirrored), so the
 `B1 ⊎ B2` is `(B1 ⋈ D) ⊎ (B2 ⋈ D)`. The plan is that UNION ALL of joins, a set operation
 (`analyze.setops`, maintained by `classes.setops`: a count per branch); SELECT DISTINCT over the
 join is their UNION (distinct). Only the engine's plan is distributed: the model's SQL, which
-`fast_mv_consistent` runs, stays the user's.
+`fast_mv_consistent` runs, stays the user's. A SELECT with no join (a projection, a WHERE) over
+the union is the same rewrite with no join: `σπ(B1 ⊎ B2) = σπ(B1) ⊎ σπ(B2)`; one that aggregates
+(GROUP BY, aggregates, SELECT DISTINCT) reads the union as a leaf (`union_leaf`).
 
 Spark widens the branches' column types before the join (an INT branch beside a STRING one is
 compared and computed as STRING), so a distributed branch means the same only where it has the
@@ -27,8 +29,9 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
+from dbt_ivm.analyze.functions import is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse
-from dbt_ivm.analyze.setops import BRANCH_CLASSES, analyzed_branches, normalized_query, set_plan
+from dbt_ivm.analyze.setops import BRANCH_CLASSES, SEPARATE_MODEL, analyzed_branches, normalized_query, set_plan
 from dbt_ivm.analyze.union_leaf import named_as_first, reads_of, refuse_distinct_branches, union_read, without_cte
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
@@ -62,10 +65,13 @@ def _union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp
 
 def find(select: exp.Expr) -> Joined | None:
     """The UNION ALL subquery, or CTE read once, that a FROM or JOIN item of `select` reads, where
-    `select` joins it to other relations; None where there is none (or no join: `union_leaf`)."""
-    if not isinstance(select, exp.Select) or not select.args.get("joins") or select.args.get("from_") is None:
+    `select` joins it to other relations or reads it alone row by row (`_row_by_row`); None where
+    there is none (an aggregate, a window or a subquery test over the union alone: `union_leaf`)."""
+    if not isinstance(select, exp.Select) or select.args.get("from_") is None:
         return None
-    items = [select.args["from_"].this, *(j.this for j in select.args["joins"])]
+    if not select.args.get("joins") and not _row_by_row(select):
+        return None
+    items = [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]
     found = [(k, read) for k, item in enumerate(items) if (read := _union_read(select, item)) is not None]
     if not found:
         return None
@@ -76,9 +82,21 @@ def find(select: exp.Expr) -> Joined | None:
     return Joined(select, position, union, alias, cte)
 
 
+def _row_by_row(select: exp.Select) -> bool:
+    """`select`, which reads its FROM item alone, keeps or drops each row of it by itself: no GROUP
+    BY, HAVING, DISTINCT, QUALIFY, aggregate, window or subquery outside that item."""
+    if any(select.args.get(k) for k in ("group", "having", "distinct", "qualify")):
+        return False
+    outer = _in_place(select, 0, exp.to_table("__ivm_union"))  # without its FROM item and CTEs
+    return not any(
+        isinstance(n, exp.Window) or (isinstance(n, exp.Query) and n is not outer) or is_aggregate(n)
+        for n in outer.walk()
+    )
+
+
 def _check_preserved(select: exp.Select, position: int) -> None:
     """The union (FROM or JOIN item `position`) is on the preserved side of every outer join."""
-    joins: list[exp.Join] = select.args["joins"]
+    joins: list[exp.Join] = select.args.get("joins") or []
     for k, join in enumerate(joins, 1):
         side = (join.side or "").upper()
         if (join.args.get("kind") or "").upper() in ("SEMI", "ANTI"):
@@ -90,14 +108,16 @@ def _check_preserved(select: exp.Select, position: int) -> None:
 
 
 def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
-    """The plan of the join `joined`: the set operation of the join over each branch of its union."""
+    """The plan of the join `joined` (or of the query with no join): the set operation of the join
+    over each branch of its union."""
     select = joined.select
+    reader = "join" if select.args.get("joins") else "query"
     with_ = without_cte(select.args.get("with_"), joined.cte)
     shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
     refuse_distinct_branches(branches, joined.union, OWN_MODEL)
     names = [o.name for o in branches[0].plan.outputs]
     compared = _compared(select, joined, names)
-    derived = _derived(branches, names, compared, joined.union)
+    derived = _derived(branches, names, compared, joined.union, reader)
     distinct = select.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         raise refuse("DISTINCT ON", distinct, "use GROUP BY")
@@ -108,26 +128,30 @@ def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewP
         tree = exp.union(tree, join, distinct=distinct is not None)
     assert isinstance(tree, exp.Union)  # a UNION ALL has two branches at least
     tree.set("with_", with_)
-    plan = set_plan(tree, functools.partial(_branch_plan, plan_model=plan_model, schema=schema, union=joined.union))
+    planner = functools.partial(_branch_plan, plan_model=plan_model, schema=schema, union=joined.union, reader=reader)
+    plan = set_plan(tree, planner)
     assert plan.set_operation is not None
     union = normalized_query(shape, branches)
     found = DistributedUnion(joined.alias, union, tuple(derived), tuple(compared))
     return dataclasses.replace(plan, set_operation=dataclasses.replace(plan.set_operation, distributed=found))
 
 
-def _branch_plan(select: exp.Select, *, plan_model: ModelPlanner, schema: Schema, union: exp.Union) -> ViewPlan:
-    """One distributed join analyzed as a model; one a set operation cannot hold is refused as the
-    query over the union that it is."""
+def _branch_plan(
+    select: exp.Select, *, plan_model: ModelPlanner, schema: Schema, union: exp.Union, reader: str
+) -> ViewPlan:
+    """One distributed join (`reader`: "join", or "query" with no join) analyzed as a model; one a
+    set operation cannot hold is refused as the query over the union that it is."""
     try:
         plan = plan_model(select, schema)
     except UnsupportedView as e:
-        raise UnsupportedView(f"{e.construct}, in the join over a branch of a UNION ALL", e.hint, e.position) from e
+        raise UnsupportedView(f"{e.construct}, in the {reader} over a branch of a UNION ALL", e.hint, e.position) from e
     if plan.view_class not in BRANCH_CLASSES:
         construct = {ViewClass.WINDOW: "window", ViewClass.SEMI_JOIN: "subquery test"}.get(plan.view_class, "aggregate")
+        over = "a join with a UNION ALL subquery" if reader == "join" else "a UNION ALL subquery"
         raise refuse(
-            f"a{'n' * (construct == 'aggregate')} {construct} over a join with a UNION ALL subquery",
+            f"a{'n' * (construct == 'aggregate')} {construct} over {over}",
             union,
-            "make the join over the UNION ALL its own fast_mv model (it is maintained) and put the "
+            f"make the {reader} over the UNION ALL its own fast_mv model (it is maintained) and put the "
             f"{construct} in a fast_mv model over it (fast_mv models can read each other)",
         )
     return plan
@@ -162,7 +186,9 @@ def _compared(select: exp.Select, joined: Joined, names: list[str]) -> list[str]
     return [n for n in names if n in found]
 
 
-def _derived(branches: list[Branch], names: list[str], compared: list[str], union: exp.Union) -> list[exp.Select]:
+def _derived(
+    branches: list[Branch], names: list[str], compared: list[str], union: exp.Union, reader: str
+) -> list[exp.Select]:
     """Each branch of the union as the distributed join reads it: its normalized SELECT under the
     union's column names, a NULL cast to the one type the other branches give its column."""
     types = [[_known_type(e, b.plan) for e in b.plan.query.expressions] for b in branches]
@@ -174,9 +200,10 @@ def _derived(branches: list[Branch], names: list[str], compared: list[str], unio
         if len(known) > 1:
             found = " and ".join(sorted(known))
             raise refuse(
-                f"a UNION ALL column {name} of types {found} read by the join (Spark widens them before it)",
+                f"a UNION ALL column {name} of types {found} read by the {reader} (Spark widens them before it)",
                 union,
-                f"cast {name} to one type in every branch (CAST(... AS <type>)), or " + OWN_MODEL,
+                f"cast {name} to one type in every branch (CAST(... AS <type>)), or "
+                + (OWN_MODEL if reader == "join" else SEPARATE_MODEL.format("UNION ALL", "")),
             )
         if len(known) == 1:  # a branch the analysis cannot type must agree (`check_types`)
             casts[k] = exp.DataType.build(known.pop(), dialect=DIALECT)

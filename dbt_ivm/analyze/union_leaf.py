@@ -174,7 +174,8 @@ def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPla
             f"a query over a UNION ALL subquery that is not an aggregate ({plan.view_class.value})",
             found.union,
             SEPARATE_MODEL.format("UNION ALL", "")
-            + "; an aggregate (GROUP BY or aggregates) over one UNION ALL subquery is maintained",
+            + "; an aggregate (GROUP BY or aggregates), or a SELECT with no window or subquery, over one UNION ALL "
+            "subquery is maintained",
         )
     sources = tuple(dataclasses.replace(s, index=b.offset + s.index) for b in branches for s in b.plan.sources)
     query = normalized_query(shape, branches)

@@ -1561,9 +1561,10 @@ REFUSED: list[Refused] = [
         "an aggregate branch of a set operation",
     ),
     no(
-        "union_in_cte",
-        "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) select id from u",
-        "a query over a UNION ALL subquery that is not an aggregate",
+        "window_over_union_in_cte",
+        "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) "
+        "select id, row_number() over (order by id) as rn from u",
+        "a query over a UNION ALL subquery that is not an aggregate (window)",
     ),
     no("recursive_cte", "with recursive r as (select 1 as n) select n from r", "WITH RECURSIVE"),
     # --- subqueries in expressions (EXISTS and IN tests in the WHERE are semi-join views) --------

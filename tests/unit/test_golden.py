@@ -37,6 +37,7 @@ from tests.unit.views import (
     SIGNED,
     UNION_AGG,
     UNION_JOIN,
+    UNION_SELECT,
     WINDOW_SCHEMA,
 )
 
@@ -151,6 +152,13 @@ CASES |= {
         {"cust": "int", "amt": "double", "name": "string"},
     ),
     "types_union_join": lambda: _type_check(UNION_JOIN),
+    "delta_union_select": lambda: setops.delta_select(
+        analyze(UNION_SELECT, OUTER_SCHEMA),
+        OLD,
+        NEW,
+        {0: "__ivm_chg_0", 1: "__ivm_chg_1"},
+        {"cust": "int", "a2": "double"},
+    ),
 }
 
 

@@ -190,3 +190,95 @@ def test_refused_by_name(sql, construct):
     with pytest.raises(UnsupportedView) as e:
         analyze(sql, SCHEMA)
     assert construct in e.value.construct
+
+
+# A SELECT with no join over a UNION ALL: the same distribution, σπ(B1 ⊎ B2) = σπ(B1) ⊎ σπ(B2).
+def test_a_select_with_no_join_over_the_union_is_the_union_all_of_the_select_over_each_branch():
+    plan = _distributed(f"select id, dim_id * 2 as d2, amt from ({FEEDS}) u where dim_id > 3")
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert [b.plan.view_class for b in plan.set_operation.branches] == [ViewClass.SINGLE_SOURCE] * 2
+    assert [(s.index, s.table.key) for s in plan.sources] == [(0, "db.fa"), (1, "db.fb")]
+    first, second = _branch_sql(plan)
+    assert "`fa`.`dim_id` * 2 AS `d2`" in first and "WHERE `fa`.`dim_id` > 3" in first
+    assert "`fb`.`dim_id` * 2 AS `d2`" in second and "WHERE `fb`.`dim_id` > 3" in second
+    assert [o.name for o in plan.outputs] == ["id", "d2", "amt"]
+    # dim_id is filtered and computed: compared, the build checks it against Spark's types; id and
+    # amt (decimal in one branch, int in the other) are plain outputs, which the set operation casts
+    assert plan.set_operation.distributed.compared == ("dim_id",)
+    assert rules_for(plan) is setops.RULES
+    assert setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark") == "`c0` + `c1`"
+    describe, seen = _describe({"__ivm_t0_0": "bigint", "__ivm_t2_0": "bigint"})
+    with pytest.raises(UnsupportedView) as e:
+        check_types(plan, describe)
+    assert "column dim_id of the UNION ALL u" in e.value.construct and "int in branch 0" in e.value.construct
+    assert seen[0].count("CROSS JOIN") == 2
+    # a CTE read once, a star, and a union nested in parentheses (three branches)
+    for sql, width in [
+        (f"with u as ({FEEDS}) select * from u where u.id is not null", 2),
+        (f"select * from ({FEEDS} union all (select id, amt, dim_id from db.fa where id > 2)) u", 3),
+    ]:
+        plan = _distributed(sql)
+        assert plan.set_operation is not None and len(plan.set_operation.branches) == width, sql
+        assert [o.name for o in plan.outputs] == ["id", "amt", "dim_id"], sql
+
+
+def test_a_null_the_select_filters_on_is_cast_and_a_column_of_two_known_types_it_filters_on_is_refused():
+    plan = _distributed(
+        "select id, dim_id + 1 as next from (select id, dim_id from db.fa union all select id, null from db.fb) u "
+        "where dim_id > 0"
+    )
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.compared == ("dim_id",)
+    assert "CAST(NULL AS INT) + 1 AS `next`" in _branch_sql(plan)[1]
+    with pytest.raises(UnsupportedView) as e:
+        analyze(
+            "select id from (select id, dim_id from db.fa union all select id, code from db.fb) u where dim_id = 1",
+            SCHEMA,
+        )
+    assert "a UNION ALL column dim_id of types int and string read by the query" in e.value.construct
+    # the same column as a plain output only: the set operation casts it, nothing to compare
+    plan = _distributed("select id, dim_id from (select id, dim_id from db.fa union all select id, code from db.fb) u")
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.compared == ()
+
+
+def test_an_aggregate_or_select_distinct_over_the_union_stays_an_aggregate_over_its_leaf():
+    for sql in [
+        f"select distinct dim_id from ({FEEDS}) u where amt > 3",
+        f"select dim_id, count(*) as n from ({FEEDS}) u group by dim_id",
+        f"select count(*) as n from ({FEEDS}) u",
+    ]:
+        plan = analyze(sql, SCHEMA)
+        assert plan.view_class is ViewClass.AGGREGATE_JOIN and plan.union is not None, sql
+        assert plan.set_operation is None, sql
+
+
+@pytest.mark.parametrize(
+    "sql,construct",
+    [
+        (
+            f"select id, row_number() over (order by id) as rn from ({FEEDS}) u",
+            "a query over a UNION ALL subquery that is not an aggregate (window)",
+        ),
+        (
+            f"select id from ({FEEDS}) u where exists (select 1 from db.c c where c.cid = u.dim_id)",
+            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
+        ),
+        (
+            f"select id from ({FEEDS}) u where dim_id in (select cid from db.c)",
+            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
+        ),
+        (f"with u as ({FEEDS}) select id from u where id in (select dim_id from u)", "UNION ALL in a subquery or CTE"),
+        (f"with u as ({FEEDS}), v as (select id from u) select id from u", "the UNION ALL CTE u read 2 times"),
+        (
+            "select id from (select id from db.fa union all select id from (select id from db.fb union all "
+            "select id from db.fa) x) u",
+            "a query over a UNION ALL subquery branch of a set operation",
+        ),
+        (f"select id from ({FEEDS}) u limit 3", "LIMIT, in the query over a branch of a UNION ALL"),
+    ],
+)
+def test_refused_over_the_union_alone_by_name(sql, construct):
+    with pytest.raises(UnsupportedView) as e:
+        analyze(sql, SCHEMA)
+    assert construct in e.value.construct

@@ -87,8 +87,9 @@ def test_explain_names_the_leaf_and_its_branches():
     "sql,construct",
     [
         (
-            "select cust from (select cust from db.o union all select cid from db.c) u",
-            "a query over a UNION ALL subquery that is not an aggregate",
+            "select cust from (select cust from db.o union all select cid from db.c) u "
+            "where exists (select 1 from db.r r where r.cid = u.cust)",
+            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
         ),
         (
             "select cust, count(*) as n from (select cust from db.o union select cid from db.c) u group by cust",

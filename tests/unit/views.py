@@ -60,6 +60,12 @@ UNION_JOIN = (
     "select u.cust, u.amt, c.name from (select cust, amt from db.o union all select null, 2.0 from db.r "
     "where label is not null) u left join db.c c on u.cust = c.cid"
 )
+# A SELECT with no join over a UNION ALL (`analyze.union_join`): distributed as a join is, the NULL
+# the WHERE and the expression read cast to the other branch's type.
+UNION_SELECT = (
+    "select u.cust, u.amt * 2 as a2 from (select cust, amt from db.o union all select cid, null from db.c "
+    "where name is not null) u where u.amt > 1"
+)
 NESTED_SETOPS = (
     "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
     "union all select id from db.o intersect select rid from db.r"

@@ -39,6 +39,10 @@ VIEWS = {
         "on o.cust = c.cid group by c.seg"
     ),
     "window": f"select id, cust, row_number() over (partition by cust order by id) as rn from {DB}.o",
+    "setop": f"select cust as k from {DB}.o union select cid as k from {DB}.c",
+    "semijoin": (
+        f"select o.id, o.amt from {DB}.o o where exists (select 1 from {DB}.c c where c.cid = o.cust and c.seg <> 3)"
+    ),
 }
 
 

@@ -11,12 +11,16 @@ IMMEDIATE of the statement's text. A script's answer is its last statement's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlglot import exp
 
 from dbt_ivm import render
+
+# a CACHE TABLE statement's table name, as `render.cache_as` writes it (quoted or not)
+CACHED = re.compile(r"CACHE TABLE `?(\w+)`? AS ")
 
 
 def script(statements: Sequence[str]) -> str:
@@ -51,11 +55,13 @@ class Deferred:
         scripts: bool,
         settings: Sequence[str] = (),
     ):
-        """`settings`: SETs made before anything else (`setting`)."""
+        """`settings`: SETs made before anything else (`setting`), of settings no query's column
+        types depend on (`catalog.before_caching`: the cached batches' pruning)."""
         self.record, self.send, self.ask, self.scripts = record, send, ask, scripts
         self.pending: list[str] = []
         for statement in settings:
             self.setting(statement)
+        self.typeless = tuple(self.pending)  # pending until the first query: no describe waits for them
 
     def run(self, statement: str) -> None:
         self.record(statement)
@@ -85,11 +91,23 @@ class Deferred:
             self.send(script(pending))
 
     def flushing(self, describe: Callable[[Any], dict[str, str]]) -> Callable[[Any], dict[str, str]]:
-        """`describe` (DESCRIBE QUERY, which a script does not answer) after a flush: its query
-        may read the deferred caches."""
+        """`describe` (DESCRIBE QUERY, which a script does not answer), after a flush where its query
+        reads a deferred cache (`waits_for`); else the caches stay deferred, to the next query's script."""
 
         def flushed(query: Any) -> dict[str, str]:
-            self.flush()
+            if self.waits_for(render.sql(query) if isinstance(query, exp.Expr) else str(query)):
+                self.flush()
             return describe(query)
 
         return flushed
+
+    def waits_for(self, sql: str) -> bool:
+        """A pending statement may change what `sql` is planned as: one other than the first
+        settings (`typeless`) and the CACHE TABLEs of names `sql` does not hold."""
+        for statement in self.pending:
+            if statement in self.typeless:
+                continue
+            cached = CACHED.match(statement)
+            if cached is None or re.search(rf"(?<![\w]){re.escape(cached.group(1))}(?![\w])", sql):
+                return True
+        return False

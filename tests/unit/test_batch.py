@@ -66,7 +66,9 @@ def test_deferred_caches_go_in_the_script_of_the_next_query_and_a_flush_sends_th
     deferred.run("MERGE INTO t USING c ON false WHEN NOT MATCHED THEN INSERT *")  # not deferred: sent after c
     assert db.sent[1:] == ["CACHE TABLE c AS SELECT 2", "MERGE INTO t USING c ON false WHEN NOT MATCHED THEN INSERT *"]
     deferred.run("CACHE TABLE d AS SELECT 3")
-    assert deferred.flushing(lambda q: {"q": q})("SELECT 4") == {"q": "SELECT 4"}
+    described = deferred.flushing(lambda q: {"q": q})
+    assert described("SELECT 4 FROM dd") == {"q": "SELECT 4 FROM dd"} and len(db.sent) == 3  # d stays deferred
+    assert described("SELECT * FROM d") == {"q": "SELECT * FROM d"}  # reads d: sent first
     assert db.sent[-1] == "CACHE TABLE d AS SELECT 3"
     deferred.flush()
     assert len(db.sent) == 4 and len(recorded) == 5  # every statement recorded, in order, when run
@@ -76,6 +78,22 @@ def test_deferred_caches_go_in_the_script_of_the_next_query_and_a_flush_sends_th
     undeferred.run("CACHE TABLE a AS SELECT 1")
     undeferred.query("SELECT 1")
     assert plain.sent == ["CACHE TABLE a AS SELECT 1", "SELECT 1"]
+
+
+def test_a_describe_waits_only_for_what_may_change_its_types():
+    db, recorded = Server(), []
+    deferred = batch.Deferred(recorded.append, db.execute, db.query, scripts=True, settings=["SET a.b=false"])
+    deferred.run("CACHE TABLE `__ivm_chg0_1` AS SELECT 1")
+    described = deferred.flushing(lambda q: {})
+    assert not deferred.waits_for("SELECT * FROM `__ivm_chg0_10`") and not deferred.waits_for("SELECT 1")
+    described("SELECT 1")
+    assert db.sent == []  # the first settings and a cache it does not read stay deferred
+    assert deferred.waits_for("SELECT * FROM `__ivm_chg0_1` AS c")
+    deferred.pending.append(batch.immediate("SET spark.sql.ansi.enabled=true"))  # may change types
+    assert deferred.waits_for("SELECT 1")
+    deferred.pending.pop()
+    deferred.query("SELECT 2")
+    assert db.sent == ["BEGIN EXECUTE IMMEDIATE 'SET a.b=false'; CACHE TABLE `__ivm_chg0_1` AS SELECT 1; SELECT 2; END"]
 
 
 def test_a_deferred_setting_goes_first_in_the_script_of_the_next_query():

@@ -75,7 +75,7 @@ def padded(
     first = joins[0].this if position == 0 else select.args["from_"].this
     names = [e.alias_or_name for e in derived[0].expressions]
     _refuse_unqualified(select, alias, names, side)
-    taken = {first.alias_or_name.lower(), *(j.this.alias_or_name.lower() for j in kept)}
+    taken = {t.alias_or_name.lower() for t in select.find_all(exp.Table, exp.CTE, exp.Subquery)}
     keys: list[exp.Expr] = []
     for i, branch in enumerate(derived):
         fresh = _fresh(f"{alias}_b{i}", taken)
@@ -84,7 +84,7 @@ def padded(
         condition = _substituted(on, alias, values)
         kept.append(exp.Join(this=item, on=exp.and_(condition, where) if where is not None else condition, side="LEFT"))
     out = select.copy()
-    for key in ("with_", "distinct", "where"):
+    for key in ("with_", "distinct", "where", "order"):
         out.set(key, None)
     out.set("from_", exp.From(this=first.copy()))
     out.set("joins", kept)

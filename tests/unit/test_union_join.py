@@ -308,8 +308,9 @@ def test_the_union_on_the_null_supplied_side_is_the_inner_joins_and_one_padded_o
 
 
 def test_the_union_mirrored_after_inner_joins_and_with_aliases_taken():
-    plan = _distributed(f"select c.name, f.amt from ({FEEDS}) f right join db.c c on f.dim_id = c.cid")
+    plan = _distributed(f"select c.name, f.amt from ({FEEDS}) f right join db.c c on f.dim_id = c.cid order by f.amt")
     assert "FROM `db`.`c` AS `c` LEFT JOIN `db`.`fa` AS `f_b0`" in _branch_sql(plan)[2]
+    assert "ORDER" not in _branch_sql(plan)[2]
     plan = _distributed(
         f"select f_b0.name, f.id, r.label from db.c f_b0 join db.r r on r.cid = f_b0.cid "
         f"left join ({FEEDS}) f on f_b0.cid = f.dim_id"

@@ -65,7 +65,7 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
         lines.append(f"  {plan.union.alias} = UNION ALL of:")
     if plan.set_operation is not None and plan.set_operation.distributed is not None:
         alias = plan.set_operation.distributed.alias
-        lines.append(f"  the join over the UNION ALL {alias}, distributed: one branch per branch of {alias}")
+        lines.append(f"  the query over the UNION ALL {alias}, distributed: one branch per branch of {alias}")
         if (padded := plan.set_operation.distributed.padded) is not None:
             lines.append(f"  branch {padded}: the rows that match no row of {alias}, its columns NULL")
     branches = plan.set_operation.branches if plan.set_operation is not None else ()

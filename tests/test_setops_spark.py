@@ -107,7 +107,7 @@ def test_a_join_over_a_union_all_whose_branch_types_spark_widens_is_refused_befo
             f"select f.id, c.name from (select id, dim as k from {DB}.a union all select id, concat(code, '') "
             f"from {DB}.b) f join {DB}.c c on f.k = c.cid"
         )
-        with pytest.raises(UnsupportedView, match="column k of the UNION ALL f, which the join reads, is string"):
+        with pytest.raises(UnsupportedView, match="column k of the UNION ALL f, which the query compares, is string"):
             mv(spark_db, "bad", widened).materialize()
         assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
         agreed = (

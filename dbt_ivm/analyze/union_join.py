@@ -39,8 +39,8 @@ from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewP
 
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
 OWN_MODEL = (
-    "make the UNION ALL its own fast_mv model and join to it (fast_mv models can read each other); a join "
-    "with the UNION ALL on the preserved side of a LEFT or RIGHT JOIN, or in an inner join, is maintained"
+    "make the UNION ALL its own fast_mv model and select from it (fast_mv models can read each other); a "
+    "SELECT or an inner join over the UNION ALL, or a LEFT or RIGHT JOIN with it on either side, is maintained"
 )
 VOID = "void"  # the type of a NULL literal, which Spark widens to any other
 
@@ -287,8 +287,8 @@ def check_types(plan: ViewPlan, describe: Describe) -> None:
             branch = types[f"{HIDDEN_PREFIX}t{n}_{k}"]
             if branch != union:
                 raise UnsupportedView(
-                    f"column {column} of the UNION ALL {found.alias}, which the join reads, is {union} in the union "
-                    f"(Spark widens its branches to it) and {branch} in branch {n - 1}",
+                    f"column {column} of the UNION ALL {found.alias}, which the query compares, is {union} in the "
+                    f"union (Spark widens its branches to it) and {branch} in branch {n - 1}",
                     f"cast {column} to {union} in every branch of the UNION ALL, or make the UNION ALL its own "
-                    "fast_mv model and join to it (fast_mv models can read each other)",
+                    "fast_mv model and select from it (fast_mv models can read each other)",
                 )

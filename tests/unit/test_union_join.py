@@ -105,7 +105,7 @@ def test_a_null_the_join_compares_is_cast_to_the_other_branches_type_and_later_b
 
 def test_explain_says_the_join_is_distributed():
     text = explain(UNION_JOIN, OUTER_SCHEMA)
-    assert "the join over the UNION ALL u, distributed" in text and "branch 1:" in text
+    assert "the query over the UNION ALL u, distributed" in text and "branch 1:" in text
 
 
 def _describe(overrides: dict[str, str]):
@@ -132,7 +132,7 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
     describe, _ = _describe({"__ivm_t0_0": "string", "__ivm_t2_0": "string"})  # Spark: STRING beside INT
     with pytest.raises(UnsupportedView) as e:
         check_types(plan, describe)
-    assert "column dim_id of the UNION ALL f, which the join reads, is string in the union" in e.value.construct
+    assert "column dim_id of the UNION ALL f, which the query compares, is string in the union" in e.value.construct
     assert "int in branch 0" in e.value.construct and "cast dim_id to string" in e.value.hint
     describe, seen = _describe({})
     check_types(_distributed(f"select f.amt, c.name from ({FEEDS}) f cross join db.c c"), describe)

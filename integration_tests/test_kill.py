@@ -165,8 +165,12 @@ class TestKillAtEveryStatement:
         return Counter(map(tuple, rows)) == Counter(map(tuple, expected))
 
     def statements(self, project, name: str, tmp_path: Path, n: int) -> list[str]:
-        """The statements one refresh of `name` sends (it refreshes round n's changes)."""
+        """The statements one refresh of `name` sends (it refreshes round n's changes, one round's as
+        each case's: the model caught up first, since an earlier model's cases moved its sources
+        by many commits, which a refresh reads more of)."""
         log = tmp_path / f"{name}.statements"
+        caught_up = dbt_process(project, name)
+        assert caught_up.returncode == 0, caught_up.stdout[-3000:]
         self.change(project, n)
         ran = dbt_process(project, name, IVM_FAULT_STATEMENT_LOG=str(log))
         assert ran.returncode == 0 and "refreshed" in ran.stdout, ran.stdout[-3000:]

@@ -21,7 +21,10 @@ POLL_INTERVAL = 0
 # The server's JVM compiles with C1 only: a test run is too short for C2 to pay off (the server's
 # CPU over test_thrift.py: 103 s against 125 s with the default, one run each on the loaded 2-core
 # machine, 2026-11-27). Tests only.
-JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# C1 alone reserves 48 MB for compiled code, which the server filled within 40 s once it ran
+# without generated code (its interpreted expressions compile to more methods: "CodeCache is
+# full", then its SparkContext stopped, 2026-11-27): the tiered default's 240 MB.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # and generates no code, as the embedded test session (conftest.TEST_SETTINGS)
 SETTINGS = "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
 

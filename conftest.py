@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from tests.spark_sources import NO_CODEGEN
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 # The parallel collector: the suite's work is many small Spark jobs on 2 cores, all CPU-bound, and
@@ -20,7 +22,7 @@ TEST_SETTINGS = {"spark.sql.shuffle.partitions": "2"}
 # No generated code: compiling it costs more than it saves on tables of a few rows (the single,
 # joins, aggregates and outer samples in one JVM: 193 s against 239 s with it, 2026-11-27). The
 # function fidelity test turns it back on (`WITH_CODEGEN`): it checks expressions as a cluster runs them.
-TEST_SETTINGS |= {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+TEST_SETTINGS |= NO_CODEGEN
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.spark_sources import NO_CODEGEN
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "thrift_server.sh"
 
 # dbt-spark sleeps `poll_interval` seconds (an integer, default 5) between polls of a running
@@ -25,8 +27,8 @@ POLL_INTERVAL = 0
 # without generated code (its interpreted expressions compile to more methods: "CodeCache is
 # full", then its SparkContext stopped, 2026-11-27): the tiered default's 240 MB.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
-# and generates no code, as the embedded test session (conftest.TEST_SETTINGS)
-SETTINGS = "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
+# and generates no code, as the embedded test session
+SETTINGS = " ".join(f"{k}={v}" for k, v in NO_CODEGEN.items())
 
 
 @dataclass(frozen=True)

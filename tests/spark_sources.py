@@ -7,6 +7,9 @@ from contextlib import contextmanager
 from typing import Any
 
 CDF = "using delta tblproperties (delta.enableChangeDataFeed = true)"
+# No generated code: compiling it costs more than it saves on tables of a few rows (the tests'
+# session, `conftest.TEST_SETTINGS`, and the test Thrift Server, `integration_tests.thrift_server`)
+NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @contextmanager

@@ -49,6 +49,18 @@ def lit(value: str | int) -> exp.Literal | exp.Neg:  # a negative number is Neg(
     return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
 
 
+def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
+    """The AND-ed parts of `condition`, through parentheses: `(a = b AND c <> d) AND e` is three.
+    A part that is itself an AND would hide its other parts from a test of one conjunct."""
+    while isinstance(condition, exp.Paren):
+        condition = condition.this
+    if condition is None:
+        return []
+    if isinstance(condition, exp.And):
+        return [c for part in (condition.this, condition.expression) for c in conjuncts(part)]
+    return [condition]
+
+
 def temp_table(name: str) -> exp.Table:
     return exp.Table(this=ident(name))
 

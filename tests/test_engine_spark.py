@@ -637,6 +637,30 @@ def test_the_unique_key_flip_runs_only_where_the_changed_keys_are_unique(spark, 
         spark.sql(f"drop table if exists {DB}.{t}")
 
 
+def test_a_parenthesized_on_counts_matches_by_every_condition_that_reads_both_sides(spark, spark_db):
+    """`(s.k = r.k AND s.w <> r.v)`: the counted compensation counts s's matches by key alone only
+    where no other condition reads both sides (`outer_terms.counted_on`), parentheses or not. It
+    used to take the grouped conjunct for its equality: (1, 'a') matched no s row, a new s row
+    (1, 'b') matches it, and counted by k the old (1, 'a') made it a second match, so the padded
+    row stayed beside the match."""
+    spark.sql(f"create database if not exists {DB}")
+    for t in ("r", "s"):
+        spark.sql(f"drop table if exists {DB}.{t}")
+    spark.sql(f"create table {DB}.r (k int, v string) {CDF}")
+    spark.sql(f"create table {DB}.s (k int, w string) {CDF}")
+    spark.sql(f"insert into {DB}.r values (1, 'a'), (2, 'b')")
+    spark.sql(f"insert into {DB}.s values (1, 'a'), (2, 'c')")
+    sql = f"select r.k, r.v, s.w from {DB}.r r left join {DB}.s s on (s.k = r.k and s.w <> r.v)"
+    mv(spark_db, "grouped", sql).materialize()
+    for change in ("insert into {db}.s values (1, 'b'), (1, 'a')", "delete from {db}.s where w = 'b'"):
+        spark.sql(change.format(db=DB))
+        assert mv(spark_db, "grouped", sql).materialize().action == "refreshed"
+        assert_consistent(spark, spark_db, "grouped")
+    spark.sql(f"drop view if exists {DB}.grouped")
+    for t in ("grouped__ivm", "r", "s"):
+        spark.sql(f"drop table if exists {DB}.{t}")
+
+
 def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spark_db):
     """Each view is built before the rows that tell the two readings apart come, and refreshed.
 

@@ -27,6 +27,7 @@ from dbt_ivm.ir import (
     Subqueries,
     SubqueryTest,
 )
+from dbt_ivm.render import conjuncts
 
 HINT = "write it as a join, or use materialized='table'"
 CORRELATION_HINT = (
@@ -136,7 +137,7 @@ def tests(select: exp.Select, schema: Schema, first_index: int) -> tuple[exp.Sel
         built.append(test)
         sources += inner
     outer = select.copy()
-    kept = [c for c in _conjuncts(where.this) if not has_subquery(c)] if where is not None else []
+    kept = [c for c in conjuncts(where.this) if not has_subquery(c)] if where is not None else []
     outer.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept])) if kept else None)
     return select, Subqueries(outer, tuple(built), _partition(built)), tuple(sources)
 
@@ -166,14 +167,6 @@ def _within(node: exp.Expr, root: exp.Expr) -> bool:
     while parent is not None and parent is not root:
         parent = parent.parent
     return parent is root
-
-
-def _conjuncts(pred: exp.Expr) -> list[exp.Expr]:
-    while isinstance(pred, exp.Paren):
-        pred = pred.this
-    if isinstance(pred, exp.And):
-        return [c for part in (pred.this, pred.expression) for c in _conjuncts(part)]
-    return [pred]
 
 
 def _rename(sub: exp.Select, taken: set[str]) -> None:
@@ -223,7 +216,7 @@ def _correlations(node: exp.Expr, sub: exp.Select, inner: set[str]) -> tuple[lis
     where = sub.args.get("where")
     pairs: list[KeyPair] = []
     own: list[exp.Expr] = []
-    for conjunct in _conjuncts(where.this) if where is not None else []:
+    for conjunct in conjuncts(where.this) if where is not None else []:
         if not _outer_columns(conjunct, inner):
             own.append(conjunct)
             continue

@@ -15,7 +15,7 @@ from sqlglot import exp
 from dbt_ivm.classes.change_stats import Stat, bound, extremes, readable
 from dbt_ivm.classes.relations import union_all
 from dbt_ivm.ir import HIDDEN_PREFIX, Source, ViewPlan
-from dbt_ivm.render import col, func, ident, lit, temp_table
+from dbt_ivm.render import col, conjuncts, func, ident, lit, temp_table
 
 # Join keys a term's other occurrences are narrowed by: types whose values `bound` writes exactly
 # and that compare without padding (CHAR and VARCHAR pad, so they are left out).
@@ -47,8 +47,7 @@ def key_equalities(
     """((occurrence, column), (another occurrence, column), type) of each conjunct of `condition`
     (not one under an OR) that equates plain columns of two occurrences, of one `KEY_TYPES` type."""
     by_alias = {s.alias: s for s in plan.sources}
-    for eq in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-        eq = eq.unnest() if eq is not None else None
+    for eq in conjuncts(condition):
         if not isinstance(eq, exp.EQ) or not all(_plain_column(c) for c in (eq.this, eq.expression)):
             continue
         (a, a_col), (b, b_col) = [(by_alias.get(c.table), c.name) for c in (eq.this, eq.expression)]

@@ -56,7 +56,7 @@ from dbt_ivm.ir import (
     Source,
     ViewPlan,
 )
-from dbt_ivm.render import col, func, ident, lit
+from dbt_ivm.render import col, conjuncts, func, ident, lit
 from dbt_ivm.verbatim import DIALECT
 
 
@@ -148,8 +148,7 @@ def counted_on(plan: ViewPlan, node: OuterJoin, index: int) -> tuple[list[tuple[
     others = {plan.sources[i].alias for i in leaves(other_side)}
     keys: list[tuple[str, exp.Expr]] = []
     own: list[exp.Expr] = []
-    for conjunct in node.on.flatten() if isinstance(node.on, exp.And) else [node.on]:
-        conjunct = conjunct.unnest()
+    for conjunct in conjuncts(node.on):
         equal = [
             (mine[1], col(theirs[1], theirs[0].alias))
             for a, b, _ in key_equalities(plan, conjunct)

@@ -61,13 +61,25 @@ def test_the_compensation_counts_matches_where_on_is_key_equalities_and_one_side
     counted = render.sql(joins.delta_select(left, old, new, {1: "chg"}))
     assert "`db`.`c` VERSION AS OF 1" in counted and "`db`.`c` VERSION AS OF 2" not in counted
     assert "WHERE `c`.`name` <> 'x' GROUP BY `c`.`cid`" in counted and "`__ivm_dn`" in counted
-    for on in ("c.cid = o.cust and c.name < o.note", "c.cid = o.cust or c.cid is null", "c.name <> o.note"):
+    # a conjunct that reads both sides also where parentheses group it with an equality: counted
+    # by key alone, `(c.cid = o.cust and c.name < o.note)` would count rows the `<` rejects
+    both_sides = (
+        "c.cid = o.cust and c.name < o.note",
+        "(c.cid = o.cust and c.name < o.note)",
+        "(c.cid = o.cust and c.name < o.note) and c.name <> 'x'",
+        "c.name <> 'x' and (c.cid = o.cust and (c.name < o.note))",
+    )
+    for on in (*both_sides, "c.cid = o.cust or c.cid is null", "c.name <> o.note"):
         general = analyze(f"select o.id, c.name from db.o o left join db.c c on {on}", SCHEMA)
         assert outer_terms.counted_on(general, general.tree, 1) is None, on
         sql = render.sql(joins.delta_select(general, old, new, {1: "chg"}))
         assert "`db`.`c` VERSION AS OF 2" in sql and "`__ivm_dn`" not in sql
     full = analyze("select o.id, c.name from db.o o full join db.c c on o.cust = c.cid", SCHEMA)
     assert [k for k, _ in outer_terms.counted_on(full, full.tree, 0)[0]] == ["cust"]  # either side of a FULL join
+    grouped = analyze("select o.id, c.name from db.o o left join db.c c on (c.cid = o.cust and c.name <> 'x')", SCHEMA)
+    keys, own = outer_terms.counted_on(grouped, grouped.tree, 1)  # parentheses hide no equality
+    assert [k for k, _ in keys] == ["cid"] and [render.sql(c) for c in own] == ["`c`.`name` <> 'x'"]
+    assert flips.flip_keys(grouped) == {1: ("cid",)}
 
 
 def test_the_change_sets_repeats_are_asked_in_the_key_ranges_query():

@@ -627,7 +627,8 @@ OUTER = Family(
     (OR, OS, OT, OU, ON),
     (
         View("o_left", "SELECT r.k, r.v, s.w FROM {db}.r r LEFT JOIN {db}.s s ON r.k = s.k", cluster_by=("w",)),
-        View("o_right", "SELECT r.v, s.k, s.w FROM {db}.r r RIGHT JOIN {db}.s s ON r.k = s.k AND r.j < s.j"),
+        # ON parenthesized: each conjunct counts (`render.conjuncts`), the `<` too
+        View("o_right", "SELECT r.v, s.k, s.w FROM {db}.r r RIGHT JOIN {db}.s s ON (r.k = s.k AND r.j < s.j)"),
         View("o_full", "SELECT r.k AS rk, s.k AS sk, r.v, s.w FROM {db}.r r FULL JOIN {db}.s s ON r.k = s.k"),
         View(
             "o_v4",  # Nica's V4: (R LEFT JOIN (S JOIN T)) JOIN U

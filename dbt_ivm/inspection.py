@@ -142,6 +142,8 @@ class Inspection:
     scripts: bool = False  # the server runs SQL scripts: statements go in fewer round trips (`batch`)
     before_caching: tuple[str, ...] = ()  # settings a refresh sets before it caches (`catalog.before_caching`)
     defaults: Mapping[str, Any] | None = None  # the server's defaults, as a watermark records them (`server_defaults`)
+    # the storage's columns and types, described with the sources' (`_early`); None: not described
+    storage_types: Mapping[str, str] | None = None
 
     @property
     def view(self) -> TableName:
@@ -225,6 +227,7 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         scripts(answered),
         before_caching(answered),
         server_defaults(answered),
+        early.storage_types if early else None,
     )
 
 
@@ -251,6 +254,7 @@ class _Early:
     histories: dict[str, History]
     infos: list[SourceInfo]
     types: dict[str, str]  # the model's columns
+    storage_types: dict[str, str] | None  # the storage's columns; None: not a Delta table in the catalog
 
 
 def _early(db: Database, model: Model, tree: exp.Query, known: Known) -> _Early | None:
@@ -258,7 +262,8 @@ def _early(db: Database, model: Model, tree: exp.Query, known: Known) -> _Early 
     source: a source the catalog shows as the Delta table created when it was consumed, whose
     commits since cannot have changed its properties (`_as_consumed`), is as that run checked it
     (a Delta table with a change feed), so only its columns are asked, with the model's, in one
-    DESCRIBE QUERY (`describe_together`); any other is described as a first build does. None
+    DESCRIBE QUERY (`describe_together`), and so are the storage's (an aggregate's refresh reads
+    its stored state's types from them); any other is described as a first build does. None
     where there is no such watermark, a source is missing or a view (a chain), or that query
     fails: the full path then reads and says why."""
     mark = latest_watermark(known.storage) if known.storage else None
@@ -270,8 +275,10 @@ def _early(db: Database, model: Model, tree: exp.Query, known: Known) -> _Early 
         return None
     histories = {t.key: _history(db, known, t.key, t) for t in tables}
     trusted = [t for t in tables if _as_consumed(t.key, catalog[t.key], mark, histories[t.key], known)]
+    storage = catalog.get(model.backing.key)
+    stored = [model.backing] if storage is not None and storage.provider == "delta" else []
     try:
-        columns, types = describe_together(db, trusted, tree)
+        columns, types = describe_together(db, [*trusted, *stored], tree)
     except Exception:  # the database's error type varies: a source or the model Spark rejects
         return None
     infos = [
@@ -280,7 +287,7 @@ def _early(db: Database, model: Model, tree: exp.Query, known: Known) -> _Early 
         else describe_source(db, t)
         for t in tables
     ]
-    return _Early(catalog, histories, infos, types)
+    return _Early(catalog, histories, infos, types, columns.get(model.backing.key))
 
 
 def _as_consumed(key: str, entry: CatalogEntry, mark: Watermark, history: History, known: Known) -> bool:

@@ -108,7 +108,7 @@ class Maintainer:
         on_change: OnChange = OnChange.APPLY,
         docs: Docs | None = None,
     ):
-        self.db = db
+        self.db, self.log = db, log
         self.change_feed = change_feed  # a fast_mv reads this one: its storage keeps a change data feed
         self.model = Model(view, sql, unique_key, tuple(functions), refresh_policy, cluster_by, enable_change_feed)
         self.storage = storage or Storage()  # file_format, tblproperties, partition_by, liquid_clustered_by
@@ -116,7 +116,6 @@ class Maintainer:
         self.configuration = Configuration.of(self.storage, docs)
         self.warnings: list[str] = []  # for dbt to warn with
         self.config_change = ""  # 'continue': configuration changes were found and left as they are
-        self.log = log
         self.run_id = uuid.uuid4().hex[:12]
         self.statements: list[str] = []  # every statement this run executed, in order
         self.auto_seconds = 0.0  # what refresh_policy auto's estimate took (its metadata queries)
@@ -365,6 +364,7 @@ class Maintainer:
                 unique_key=i.unique_key,
                 key_violation=self._key_violation(i),
                 output_types=i.output_types,
+                storage_types=i.storage_types,
                 # a commit after the watermark's (an OPTIMIZE, a foreign write): its highs may be stale
                 highs=i.mark.highs if i.mark.commit_version == i.stored.latest else None,
             )

@@ -7,6 +7,9 @@ from decimal import Decimal
 
 import pytest
 
+from dbt_ivm import quick
+from dbt_ivm.catalog import describe_query
+from dbt_ivm.classes.aggregate import state_types
 from dbt_ivm.errors import StateError
 from tests.engine_views import DB, assert_consistent, mv
 from tests.spark_sources import CDF
@@ -219,4 +222,45 @@ def test_sums_past_their_type_keep_spark_s_value_under_both_ansi_settings(spark,
             assert _rows(spark, views["a"])[0][1] == (5 * ns + 13 * 4096) / 5
     finally:
         spark.conf.set("spark.sql.ansi.enabled", ansi)
+        spark.sql(f"drop database if exists {DB} cascade")
+
+
+def test_a_refresh_reads_its_state_s_types_from_the_storage_s_columns(spark, spark_db):
+    """A refresh decides which sums it guards (overflow, NaN, Spark's rounding: `recompute_rules`)
+    from the stored state's types, read from the storage's columns in the inspection's one DESCRIBE
+    QUERY (`Inspection.storage_types`): for every numeric argument, over one source, a join and a
+    UNION ALL, they are the types a DESCRIBE QUERY of `state_types` gives."""
+    types = {"t": "tinyint", "i": "int", "b": "bigint", "f": "float", "d": "double"}
+    types |= {"p": "decimal(10,2)", "q": "decimal(30,8)", "r": "decimal(38,10)"}
+    row = "(1, 1, 1, 1, 1.5, 2.5, 1.25, 1.125, 1.0625), (2, -3, 40000, 9000000000, -0.5, 1e300, 99.99, 0.5, 7.5)"
+    sums = ", ".join(f"sum(n.{c}) as s_{c}, avg(n.{c}) as a_{c}" for c in types)
+    views = {
+        "one": f"select g, {sums}, sum(p * q) as pq, max(d) as hi, stddev(i) as sd from {DB}.n n group by g",
+        "joined": f"select k.name, {sums}, min(n.r) as lo from {DB}.n n join {DB}.k k on n.g = k.g group by k.name",
+        "leaf": (
+            f"select g, sum(i) as si, sum(r) as sr, avg(f) as af from (select g, i, r, f from {DB}.n "
+            f"union all select g, i * 2, r, f from {DB}.n) u group by g"
+        ),
+    }
+    spark.sql(f"drop database if exists {DB} cascade")
+    spark.sql(f"create database {DB}")
+    try:
+        spark.sql(f"create table {DB}.n (g int, {', '.join(f'{c} {t}' for c, t in types.items())}) {CDF}")
+        spark.sql(f"create table {DB}.k (g int, name string) {CDF}")
+        spark.sql(f"insert into {DB}.n values {row}")
+        spark.sql(f"insert into {DB}.k values (1, 'a'), (2, 'b')")
+        for name, sql in views.items():
+            mv(spark_db, name, sql).materialize()
+        spark.sql(f"update {DB}.n set i = i + 1, r = r - 1 where g = 1")
+        for name, sql in views.items():
+            m = mv(spark_db, name, sql)
+            i = m.inspect(quick.check(spark_db, m.model, m.change_feed, m.configuration))  # type: ignore[arg-type]
+            described = describe_query(spark_db, state_types(i.plan))
+            assert i.storage_types is not None and {a.value for a in i.plan.aggregates} <= set(described), name
+            assert {c: i.storage_types.get(c) for c in described} == described, name
+            spark_db.log.clear()
+            assert m.materialize().action == "refreshed", name
+            assert sum(s.startswith("DESCRIBE QUERY") for s in spark_db.log) == 1, (name, spark_db.log)
+            assert_consistent(spark, spark_db, name)
+    finally:
         spark.sql(f"drop database if exists {DB} cascade")

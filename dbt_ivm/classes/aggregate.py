@@ -345,6 +345,18 @@ def state_types(plan: ViewPlan) -> exp.Select:
     return over_leaf(plan, grouped(plan, _whole_state(plan)))
 
 
+def stored_state_types(refresh: Refresh) -> Mapping[str, str]:
+    """The stored state's types: the storage's columns as the inspection described them, where it
+    did and they hold every state column (the build created the storage from `build_select`, whose
+    state columns are `state_types`' own aggregates, each carried through `of_groups` by MAX; a
+    storage of another definition, settings, hidden columns or schema is not refreshed); else
+    `state_types` described (one more statement)."""
+    stored = refresh.storage_types
+    if stored is not None and all(c in stored for c in _state_columns(refresh.plan)):
+        return stored
+    return refresh.describe(state_types(refresh.plan))
+
+
 class AggregateRules:
     INSERTS = False  # the group deltas always MERGE
 
@@ -370,7 +382,7 @@ class AggregateRules:
         and, when there are any, cache them and recompute their state from the sources at the
         pinned versions; one MERGE."""
         plan = refresh.plan
-        rules = recompute_rules(plan, refresh.describe(state_types(plan)))
+        rules = recompute_rules(plan, stored_state_types(refresh))
         narrow, flips, flipped = narrowed_flips(refresh)
         delta = delta_select(
             plan,

@@ -44,6 +44,8 @@ class Refresh:
     output_types: Mapping[str, str] = field(default_factory=dict)  # the view's column types (read at inspect)
     # the stored rows' highest values the watermark vouches for (`Watermark.highs`); None: unknown
     highs: Highs | None = None
+    # the storage's column types, described at inspect (`Inspection.storage_types`); None: not described
+    storage_types: Mapping[str, str] | None = None
 
 
 def stager(refresh: Refresh) -> Stage:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from dbt_ivm import analyze, render
 from dbt_ivm.classes import aggregate
+from dbt_ivm.classes.rules import Refresh
 from dbt_ivm.errors import UnsupportedView
 from tests.unit.views import BACKING, NEW, OLD
 
@@ -42,3 +44,31 @@ def test_an_avg_whose_argument_type_spark_and_sqlglot_see_differently_is_refused
     aggregate.check_exact(plan, {"__ivm_type_0": "bigint"})
     with pytest.raises(UnsupportedView, match=r"AVG\(`o`.`ns`\).*could not be inferred.*CAST"):
         aggregate.check_exact(plan, {"__ivm_type_0": "double"})
+
+
+def test_the_stored_state_types_come_from_the_storage_s_columns_else_are_described():
+    """The storage's columns, described at inspect, give the state's types; without them, or
+    without one of the state's columns, the refresh describes `state_types` (one more statement)."""
+    plan = analyze(
+        "select g, sum(m) as sm, max(amt) as hi from db.o group by g",
+        {"db.o": {"g": "int", "m": "int", "amt": "double"}},
+    )
+    stored = {"__ivm_g_0": "int", "__ivm_count": "bigint", "__ivm_nn_0": "bigint", "__ivm_a_0": "bigint"}
+    stored |= {"__ivm_a_1": "double", "__ivm_m_1": "bigint"}
+    described: list[str] = []
+
+    def refresh(storage_types: dict[str, str] | None) -> Refresh:
+        def describe(query: exp.Select) -> dict[str, str]:
+            described.append(render.sql(query))
+            return {"__ivm_a_0": "decimal(20,0)"}
+
+        return Refresh(
+            plan, BACKING, OLD, NEW, {}, lambda role: role, lambda _: None, lambda _: [], describe,
+            storage_types=storage_types,
+        )  # fmt: skip
+
+    assert aggregate.stored_state_types(refresh(stored)) == stored and not described
+    without_sum = {k: v for k, v in stored.items() if k != "__ivm_a_0"}
+    for storage_types in (None, without_sum):
+        assert aggregate.stored_state_types(refresh(storage_types)) == {"__ivm_a_0": "decimal(20,0)"}
+    assert len(described) == 2 and all("SUM(`o`.`m`) AS `__ivm_a_0`" in d for d in described)

@@ -17,7 +17,7 @@ same tree, so a typed expression whose Spark text means something else is refuse
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import sqlglot
 from sqlglot import ErrorLevel, exp
@@ -90,6 +90,29 @@ def _shift(operator: str) -> Callable[[SparkGenerator, exp.Binary], str]:
     return write
 
 
+# Operands written in parentheses under an operator (`_grouped`): what binds more loosely than
+# any operator but AND and OR (not `ANY (…)`/`ALL (…)`, an operator's own). sqlglot writes a
+# tree as it is, parentheses only where a Paren node stands, so an operand the engine builds (a
+# GROUP BY `a OR b` compared with a stored key, a PARTITION BY `NOT f`) would otherwise read back
+# as another grouping in Spark.
+LOOSE = (exp.Connector, exp.Not, exp.Predicate)
+
+
+def _grouped(expression: exp.Expr, keys: tuple[str, ...], loose: tuple[type[exp.Expr], ...] = LOOSE) -> exp.Expr:
+    """`expression`, or a copy whose operands under `keys` that are `loose` are parenthesized."""
+    wrap = [
+        k
+        for k in keys
+        if isinstance(expression.args.get(k), loose) and not isinstance(expression.args[k], exp.SubqueryPredicate)
+    ]
+    if not wrap:
+        return expression
+    copy = expression.copy()
+    for key in wrap:
+        copy.set(key, exp.Paren(this=copy.args[key]))
+    return copy
+
+
 class Verbatim(Spark):
     """Spark SQL with every function call kept as the model wrote it."""
 
@@ -114,6 +137,20 @@ class Verbatim(Spark):
             exp.BitwiseLeftShift: _shift("<<"),
             exp.BitwiseRightShift: _shift(">>"),
         }
+
+        def binary(self, expression: exp.Binary, op: str) -> str:
+            """An operator's operands that bind more loosely than it, parenthesized (`LOOSE`)."""
+            return super().binary(cast(exp.Binary, _grouped(expression, ("this", "expression"))), op)
+
+        def not_sql(self, expression: exp.Not) -> str:
+            """NOT of an AND or OR, parenthesized (`NOT a AND b` is `(NOT a) AND b`)."""
+            return super().not_sql(cast(exp.Not, _grouped(expression, ("this",), (exp.Connector,))))
+
+        def in_sql(self, expression: exp.In) -> str:
+            return super().in_sql(cast(exp.In, _grouped(expression, ("this",))))
+
+        def between_sql(self, expression: exp.Between) -> str:
+            return super().between_sql(cast(exp.Between, _grouped(expression, ("this",))))
 
 
 DIALECT = Verbatim

@@ -212,6 +212,16 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
         )
 
 
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+KEYWORD_PREDICATES = (exp.In, exp.Between, exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo)
+
+
+def _compared_predicate(node: exp.Expr) -> bool:
+    """`a = b IN (…)` (also BETWEEN, LIKE, RLIKE) without parentheses: sqlglot reads it as
+    `a = (b IN (…))`, Spark as `(a = b) IN (…)`; the analysis would reason about another value."""
+    return isinstance(node, KEYWORD_PREDICATES) and isinstance(node.parent, COMPARISONS)
+
+
 RULES: tuple[Refusal | Check, ...] = (
     Check(_of(exp.Window), lambda window, _: check_window(window)),
     Refusal(
@@ -271,6 +281,11 @@ RULES: tuple[Refusal | Check, ...] = (
         "list the grouping columns after GROUP BY",
     ),
     Check(_of(exp.Join), lambda join, _: _check_join(join)),
+    Refusal(
+        _compared_predicate,
+        lambda node: f"{node.key.upper()} beside a comparison, without parentheses ({snippet(node)})",
+        "parenthesize what you mean: (a = b) IN (...) or a = (b IN (...)); Spark reads the first",
+    ),
     Refusal(
         lambda node: isinstance(node, exp.Column) and is_hidden(node.name),
         lambda node: f"column {node.name!r} uses the reserved prefix {HIDDEN_PREFIX}",

@@ -1534,6 +1534,13 @@ REFUSED: list[Refused] = [
     ),
     no("qualify", "select id from eq_shop.orders qualify row_number() over (order by id) = 1", "QUALIFY"),
     no("limit", "select id from eq_shop.orders limit 10", "LIMIT"),
+    # sqlglot reads `a = b IN (...)` as `a = (b IN (...))`, Spark as `(a = b) IN (...)`
+    no("in_beside_a_comparison", "select id from eq_shop.orders where id = amount in (1, 2)", "IN beside a comparison"),
+    no(
+        "like_beside_a_comparison",
+        "select id, status = customer_id like '1%' as s from eq_shop.orders",
+        "LIKE beside a comparison",
+    ),
     no("limit_in_subquery", "select t.id from (select id from eq_shop.orders limit 3) t", "LIMIT"),
     no("offset", "select id from eq_shop.orders offset 3", "OFFSET"),
     no("order_by_unselected", "select id from eq_shop.orders order by amount", "ORDER BY amount, which is not one"),

@@ -158,3 +158,24 @@ def test_nested_calls_all_become_plain_calls_and_back():
 def test_a_merged_subquery_keeps_nested_calls():
     plan = analyze("select * from (select upper(upper(t.s)) as k from db.t t) s", SCHEMA)
     assert plan.normalized_sql == "SELECT UPPER(UPPER(`t`.`s`)) AS `k` FROM `db`.`t` AS `t`"
+
+
+def test_an_operand_that_binds_more_loosely_than_its_operator_is_written_in_parentheses():
+    """sqlglot writes a tree as it stands: an operand the engine puts under an operator (a GROUP BY
+    `a OR b` compared with a stored key, a PARTITION BY `NOT f`) would read back in Spark as
+    another grouping, `k <=> a OR b` as `(k <=> a) OR b`. `Verbatim.Generator` parenthesizes it."""
+    key = exp.column("k")
+    for operand, written in (
+        ("a OR b", "k IS NOT DISTINCT FROM (a OR b)"),
+        ("a > 0 AND b > 0", "k IS NOT DISTINCT FROM (a > 0 AND b > 0)"),
+        ("NOT f", "k IS NOT DISTINCT FROM (NOT f)"),
+        ("x IS NULL", "k IS NOT DISTINCT FROM (x IS NULL)"),
+        ("x IN (1, 2)", "k IS NOT DISTINCT FROM (x IN (1, 2))"),
+    ):
+        tree = exp.NullSafeEQ(this=key.copy(), expression=sqlglot.parse_one(operand, read=verbatim.DIALECT))
+        assert render.sql(tree) == written
+        assert sqlglot.parse_one(written, read=verbatim.DIALECT).expression.unnest() == tree.expression
+    assert render.sql(exp.Not(this=sqlglot.parse_one("a AND b", read=verbatim.DIALECT))) == "NOT (a AND b)"
+    # what the model wrote is written as it was: nothing else gains parentheses
+    model = "SELECT NOT x IS NULL, a = b AND c OR d, x + y * z, a LIKE ANY('p%'), x BETWEEN 1 AND 2 AND y"
+    assert render.sql(sqlglot.parse_one(model, read=verbatim.DIALECT)) == model

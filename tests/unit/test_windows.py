@@ -131,3 +131,14 @@ def test_the_outer_query_reads_the_stored_rows():
     recomputed = delta[: delta.index("UNION ALL")]
     assert recomputed.index("LEFT SEMI JOIN") < recomputed.index("WHERE `s`.`rn` = 1")  # whole partitions first
     assert rules_for(plan) is windows.RULES
+
+
+def test_a_partition_key_that_is_a_condition_is_compared_whole():
+    """`PARTITION BY NOT flag` (or `a > 0 AND b > 0`): the touched partitions' semi-join compares
+    the whole key, `(NOT o.flag) IS NOT DISTINCT FROM p`, not `NOT (o.flag IS NOT DISTINCT FROM p)`."""
+    for key in ("not o.amt > 3", "o.amt > 3 and o.cust > 1", "o.amt > 3 or o.cust > 1"):
+        plan = analyze(
+            f"select o.id, row_number() over (partition by {key} order by o.id) as rn from db.o o", WINDOW_SCHEMA
+        )
+        delta = windows.delta_select(plan, BACKING, {"db.o": 3}, "parts").sql(dialect=DIALECT)
+        assert "IS NOT DISTINCT FROM (" in delta or ") IS NOT DISTINCT FROM" in delta, delta

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt_ivm.analyze.parsing import refuse
+from dbt_ivm.render import conjuncts
 
 NULL_SIDE = "a UNION ALL subquery on the null-supplied side of a {} JOIN"
 HINT = (
@@ -155,7 +156,7 @@ def _branch_item(
 def _key(on: exp.Expr, alias: str, values: Mapping[str, exp.Expr], side: str, i: int) -> exp.Expr:
     """A column of branch i's table that an equality of ON (a conjunct) compares with an expression
     of D: NULL in the padded row of a LEFT JOIN, so `key IS NULL` means no match."""
-    for conjunct in on.flatten() if isinstance(on, exp.And) else [on]:
+    for conjunct in conjuncts(on):
         if not isinstance(conjunct, exp.EQ):
             continue
         for ours, theirs in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):

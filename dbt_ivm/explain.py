@@ -66,6 +66,8 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     if plan.set_operation is not None and plan.set_operation.distributed is not None:
         alias = plan.set_operation.distributed.alias
         lines.append(f"  the query over the UNION ALL {alias}, distributed: one branch per branch of {alias}")
+        if (padded := plan.set_operation.distributed.padded) is not None:
+            lines.append(f"  branch {padded}: the rows that match no row of {alias}, its columns NULL")
     branches = plan.set_operation.branches if plan.set_operation is not None else ()
     for branch in branches or (plan.union.branches if plan.union is not None else ()):
         lines.append(f"  branch {branch.index}" + " (SELECT DISTINCT)" * branch.distinct + ":")

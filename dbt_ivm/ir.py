@@ -336,12 +336,14 @@ class DistributedUnion:
     the union under the union's column names. `union` is the normalized UNION ALL as the model
     reads it; `compared` the union's columns the join reads other than as a plain output, which
     each derived branch must have in the union's type (checked before a build:
-    `analyze.union_join.check_types`)."""
+    `analyze.union_join.check_types`). `padded`: the union on the null-supplied side of a LEFT
+    JOIN, the index of the branch of the rows that match no row of it (`analyze.union_padded`)."""
 
     alias: str
     union: exp.Query
     derived: tuple[exp.Select, ...]
     compared: tuple[str, ...]
+    padded: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1214,6 +1214,14 @@ UNIONS = Family(
             "SELECT DISTINCT c.z, u.g FROM {db}.lc c RIGHT JOIN (SELECT k, g FROM {db}.la UNION ALL "
             "SELECT k, g FROM {db}.lb UNION ALL SELECT NULL, z FROM {db}.lc) u ON c.j = u.k",
         ),
+        # the UNION ALL on the null-supplied side of a LEFT JOIN (`analyze.union_padded`): an ON beyond
+        # the equality, a branch WHERE, an expression and an outer WHERE over the union's columns
+        View(
+            "u_left_null",
+            "SELECT c.j, c.z, u.k, u.g, coalesce(u.x, -1.0) AS xx FROM {db}.lc c LEFT JOIN (SELECT k, g, x "
+            "FROM {db}.la WHERE x > 0.3 UNION ALL SELECT k, g, y FROM {db}.lb) u ON u.k = c.j AND u.g <> c.z "
+            "WHERE c.j > 1 OR u.x IS NULL",
+        ),
         # a SELECT with no join over a UNION ALL (`analyze.union_join`): a WHERE and expressions over
         # columns a branch gives as NULL (cast to the other branches' types)
         View(

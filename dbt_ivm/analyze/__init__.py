@@ -20,7 +20,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own;
 - `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf;
 - `union_join`: a join over a UNION ALL subquery, or a plain SELECT over one, distributed over its
-  branches (a set operation).
+  branches (a set operation); `union_padded`: the rows of a LEFT JOIN that match no row of a
+  UNION ALL on its null-supplied side, one outer-join branch.
 """
 
 from __future__ import annotations

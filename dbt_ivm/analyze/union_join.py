@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from sqlglot import exp
 
+from dbt_ivm.analyze import union_padded
 from dbt_ivm.analyze.functions import is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse
 from dbt_ivm.analyze.setops import BRANCH_CLASSES, SEPARATE_MODEL, analyzed_branches, normalized_query, set_plan
@@ -39,7 +40,7 @@ from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewP
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
 OWN_MODEL = (
     "make the UNION ALL its own fast_mv model and select from it (fast_mv models can read each other); a "
-    "SELECT or an inner join over the UNION ALL, or a LEFT or RIGHT JOIN with it on the preserved side, is maintained"
+    "SELECT or an inner join over the UNION ALL, or a LEFT or RIGHT JOIN with it on either side, is maintained"
 )
 VOID = "void"  # the type of a NULL literal, which Spark widens to any other
 
@@ -52,6 +53,7 @@ class Joined(NamedTuple):
     union: exp.Union
     alias: str
     cte: exp.CTE | None
+    padded: bool = False  # on the null-supplied side of a LEFT (RIGHT) JOIN: `union_padded`
 
 
 def _union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.CTE | None] | None:
@@ -78,8 +80,8 @@ def find(select: exp.Expr) -> Joined | None:
     if len(found) > 1:
         raise refuse("a join of two UNION ALL subqueries", items[found[1][0]], OWN_MODEL)
     position, (union, alias, cte) = found[0]
-    _check_preserved(select, position)
-    return Joined(select, position, union, alias, cte)
+    padded = _check_preserved(select, position)
+    return Joined(select, position, union, alias, cte, padded)
 
 
 def _row_by_row(select: exp.Select) -> bool:
@@ -94,8 +96,11 @@ def _row_by_row(select: exp.Select) -> bool:
     )
 
 
-def _check_preserved(select: exp.Select, position: int) -> None:
-    """The union (FROM or JOIN item `position`) is on the preserved side of every outer join."""
+def _check_preserved(select: exp.Select, position: int) -> bool:
+    """The union (FROM or JOIN item `position`) is on the preserved side of every outer join (False),
+    or on the null-supplied side of a LEFT (RIGHT) JOIN in the shape `union_padded` takes (True)."""
+    if union_padded.null_supplied(select, position):
+        return True
     joins: list[exp.Join] = select.args.get("joins") or []
     for k, join in enumerate(joins, 1):
         side = (join.side or "").upper()
@@ -105,6 +110,7 @@ def _check_preserved(select: exp.Select, position: int) -> None:
             raise refuse("a UNION ALL subquery in a FULL JOIN", join, OWN_MODEL)
         if (side == "LEFT" and k == position) or (side == "RIGHT" and k > position):
             raise refuse(f"a UNION ALL subquery on the null-supplied side of a {side} JOIN", join, OWN_MODEL)
+    return False
 
 
 def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
@@ -117,12 +123,15 @@ def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewP
     refuse_distinct_branches(branches, joined.union, OWN_MODEL)
     names = [o.name for o in branches[0].plan.outputs]
     compared = _compared(select, joined, names)
-    derived = _derived(branches, names, compared, joined.union, reader)
+    derived, types = _derived(branches, names, compared, joined.union, reader)
     distinct = select.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         raise refuse("DISTINCT ON", distinct, "use GROUP BY")
     alias = exp.TableAlias(this=exp.to_identifier(joined.alias, quoted=True))
-    joins = [_in_place(select, joined.position, d.subquery(alias.copy())) for d in derived]
+    inner = union_padded.matched(select, joined.position) if joined.padded else select
+    joins = [_in_place(inner, joined.position, d.subquery(alias.copy())) for d in derived]
+    if joined.padded:
+        joins.append(union_padded.padded(select, joined.position, joined.alias, derived, types))
     tree: exp.Query = joins[0]
     for join in joins[1:]:
         tree = exp.union(tree, join, distinct=distinct is not None)
@@ -132,7 +141,8 @@ def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewP
     plan = set_plan(tree, planner)
     assert plan.set_operation is not None
     union = normalized_query(shape, branches)
-    found = DistributedUnion(joined.alias, union, tuple(derived), tuple(compared))
+    padded = len(derived) if joined.padded else None
+    found = DistributedUnion(joined.alias, union, tuple(derived), tuple(compared), padded)
     return dataclasses.replace(plan, set_operation=dataclasses.replace(plan.set_operation, distributed=found))
 
 
@@ -188,9 +198,10 @@ def _compared(select: exp.Select, joined: Joined, names: list[str]) -> list[str]
 
 def _derived(
     branches: list[Branch], names: list[str], compared: list[str], union: exp.Union, reader: str
-) -> list[exp.Select]:
+) -> tuple[list[exp.Select], dict[str, exp.DataType]]:
     """Each branch of the union as the distributed join reads it: its normalized SELECT under the
-    union's column names, a NULL cast to the one type the other branches give its column."""
+    union's column names, a NULL cast to the one type the other branches give its column; and that
+    type of each compared column where the analysis knows it."""
     types = [[_known_type(e, b.plan) for e in b.plan.query.expressions] for b in branches]
     casts: dict[int, exp.DataType] = {}
     for k, name in enumerate(names):
@@ -218,7 +229,7 @@ def _derived(
             columns.append(value.as_(exp.to_identifier(name, quoted=True)))
         select.set("expressions", columns)
         derived.append(select)
-    return derived
+    return derived, {names[k]: t for k, t in casts.items()}
 
 
 def _known_type(expression: exp.Expr, plan: ViewPlan) -> str | None:

@@ -37,6 +37,7 @@ from tests.unit.views import (
     SIGNED,
     UNION_AGG,
     UNION_JOIN,
+    UNION_NULL_SIDE,
     UNION_SELECT,
     WINDOW_SCHEMA,
 )
@@ -158,6 +159,13 @@ CASES |= {
         NEW,
         {0: "__ivm_chg_0", 1: "__ivm_chg_1"},
         {"cust": "int", "a2": "double"},
+    ),
+    "delta_union_null_side": lambda: setops.delta_select(
+        analyze(UNION_NULL_SIDE, OUTER_SCHEMA),
+        {**OLD, "db.r": 2},
+        {**NEW, "db.r": 6},
+        {i: f"__ivm_chg_{i}" for i in range(7)},
+        {"name": "string", "amt": "double"},
     ),
 }
 

@@ -142,11 +142,6 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
 @pytest.mark.parametrize(
     "sql,construct",
     [
-        (f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id = c.cid", "null-supplied side of a LEFT"),
-        (
-            f"select c.name, f.id from ({FEEDS}) f right join db.c c on f.dim_id = c.cid",
-            "null-supplied side of a RIGHT ",
-        ),
         (
             f"select c.name, f.id from ({FEEDS}) f join db.r r on f.id = r.rid right join db.c c on r.cid = c.cid",
             "null-supplied side of a RIGHT",
@@ -282,3 +277,93 @@ def test_refused_over_the_union_alone_by_name(sql, construct):
     with pytest.raises(UnsupportedView) as e:
         analyze(sql, SCHEMA)
     assert construct in e.value.construct
+
+
+NULL_SIDE = (
+    f"select c.name, f.amt, f.id + 1 as nx from db.c c left join ({FEEDS.replace('db.fa', 'db.fa where id > 0', 1)}) "
+    "f on f.dim_id = c.cid and f.id > 1 where c.name > 'a' or f.id is null"
+)
+
+
+def test_the_union_on_the_null_supplied_side_is_the_inner_joins_and_one_padded_outer_join():
+    plan = _distributed(NULL_SIDE)
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.padded == 2
+    branches = plan.set_operation.branches
+    assert [b.plan.view_class for b in branches] == [ViewClass.INNER_JOIN, ViewClass.INNER_JOIN, ViewClass.OUTER_JOIN]
+    first, second, padded = _branch_sql(plan)
+    assert "FROM `db`.`c` AS `c` JOIN `db`.`fa` AS `fa` ON (`fa`.`dim_id` = `c`.`cid` AND `fa`.`id` > 1)" in first
+    assert "AND `fa`.`id` > 0" in first and "WHERE `c`.`name` > 'a' OR `fa`.`id` IS NULL" in first
+    assert "JOIN `db`.`fb` AS `fb` ON `fb`.`dim_id` = `c`.`cid` AND `fb`.`id` > 1" in second
+    # each branch a LEFT JOIN item under a fresh alias, its WHERE in ON; the union's columns NULL
+    assert padded == (
+        "SELECT `c`.`name` AS `name`, NULL AS `amt`, CAST(NULL AS INT) + 1 AS `nx` FROM `db`.`c` AS `c` "
+        "LEFT JOIN `db`.`fa` AS `f_b0` ON (`f_b0`.`dim_id` = `c`.`cid` AND `f_b0`.`id` > 1) AND `f_b0`.`id` > 0 "
+        "LEFT JOIN `db`.`fb` AS `f_b1` ON `f_b1`.`dim_id` = `c`.`cid` AND `f_b1`.`id` > 1 "
+        "WHERE (`c`.`name` > 'a' OR CAST(NULL AS INT) IS NULL) AND `f_b0`.`dim_id` IS NULL AND `f_b1`.`dim_id` IS NULL"
+    )
+    copies = setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark")
+    assert copies == "(`c0` + `c1`) + `c2`"
+    assert "branch 2: the rows that match no row of f" in explain(NULL_SIDE, SCHEMA)
+
+
+def test_the_union_mirrored_after_inner_joins_and_with_aliases_taken():
+    plan = _distributed(f"select c.name, f.amt from ({FEEDS}) f right join db.c c on f.dim_id = c.cid order by f.amt")
+    assert "FROM `db`.`c` AS `c` LEFT JOIN `db`.`fa` AS `f_b0`" in _branch_sql(plan)[2]
+    assert "ORDER" not in _branch_sql(plan)[2]
+    plan = _distributed(
+        f"select f_b0.name, f.id, r.label from db.c f_b0 join db.r r on r.cid = f_b0.cid "
+        f"left join ({FEEDS}) f on f_b0.cid = f.dim_id"
+    )
+    padded = _branch_sql(plan)[2]
+    assert "JOIN `db`.`r` AS `r` ON `r`.`cid` = `f_b0`.`cid` LEFT JOIN `db`.`fa` AS `f_b0_1`" in padded
+    assert "`f_b0_1`.`dim_id` IS NULL AND `f_b1`.`dim_id` IS NULL" in padded
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        (f"select c.name, f.amt from db.c c full join ({FEEDS}) f on f.dim_id = c.cid", "in a FULL JOIN"),
+        (f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id > c.cid", "has no equality"),
+        (
+            f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id = c.cid or f.id = c.cid",
+            "has no equality",
+        ),
+        (
+            "select c.name, f.id from db.c c left join (select id, amt, dim_id from db.fa union all "
+            "select id, null, null from db.fb) f on f.dim_id = c.cid",
+            "of branch 1's table",
+        ),
+        (
+            "select c.name, f.id from db.c c left join (select a.id, a.amt, a.dim_id from db.fa a join db.c x "
+            "on a.dim_id = x.cid union all select id, amt, dim_id from db.fb) f on f.dim_id = c.cid",
+            "branch 0 of a UNION ALL subquery on the null-supplied side",
+        ),
+        (
+            f"select c.name, f.id, r.label from db.c c left join db.r r on r.cid = c.cid left join ({FEEDS}) f "
+            "on f.dim_id = c.cid",
+            "with an outer join or a later join",
+        ),
+        (
+            f"select c.name, f.id, r.label from db.c c left join ({FEEDS}) f on f.dim_id = c.cid left join db.r r "
+            "on r.cid = c.cid",
+            "with an outer join or a later join",
+        ),
+        (
+            f"select c.name, f.id from ({FEEDS}) f right join db.c c on f.dim_id = c.cid join db.r r on r.cid = c.cid",
+            "null-supplied side of a RIGHT JOIN with another join",
+        ),
+        (f"select c.name, f.id from db.c c left join ({FEEDS}) f using (id)", "joined without ON"),
+        (f"select c.name, dim_id from db.c c left join ({FEEDS}) f on f.dim_id = c.cid", "an unqualified column"),
+        (f"select c.name, f.* from db.c c left join ({FEEDS}) f on f.dim_id = c.cid", "SELECT * over"),
+        (
+            "select c.name, f.v + 1 as w from db.c c left join (select dim_id, id + 1 as v from db.fa union all "
+            "select dim_id, id * 2 from db.fb) f on f.dim_id = c.cid",
+            "column v of a UNION ALL subquery on the null-supplied side",
+        ),
+    ],
+)
+def test_what_the_null_supplied_side_refuses_by_name(sql, construct):
+    with pytest.raises(UnsupportedView, match="fast_mv cannot maintain") as e:
+        analyze(sql, SCHEMA)
+    assert construct in str(e.value)

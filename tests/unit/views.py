@@ -66,6 +66,12 @@ UNION_SELECT = (
     "select u.cust, u.amt * 2 as a2 from (select cust, amt from db.o union all select cid, null from db.c "
     "where name is not null) u where u.amt > 1"
 )
+# The UNION ALL on the null-supplied side of a LEFT JOIN (`analyze.union_padded`): the inner join over
+# each branch and the padded rows of c that match no branch's row.
+UNION_NULL_SIDE = (
+    "select c.name, u.amt from db.c c left join (select cust, amt from db.o where amt > 0 union all "
+    "select cid, 1.0 from db.r) u on u.cust = c.cid"
+)
 NESTED_SETOPS = (
     "select cust from db.o union select cid from db.c except all select distinct cid from db.r "
     "union all select id from db.o intersect select rid from db.r"

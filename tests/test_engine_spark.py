@@ -661,6 +661,35 @@ def test_a_parenthesized_on_counts_matches_by_every_condition_that_reads_both_si
         spark.sql(f"drop table if exists {DB}.{t}")
 
 
+def test_a_key_that_is_a_condition_is_compared_whole(spark, spark_db):
+    """A window's PARTITION BY `NOT flag` and a GROUP BY `flag OR other`: the refresh compares the
+    whole key with the touched ones (`Verbatim.Generator` parenthesizes it). Written bare, the
+    partitions' semi-join read `NOT (flag <=> p)` and recomputed the NULL partition's row beside
+    its stored copy; the group recompute read `(g <=> flag) OR other`, dropped the row (FALSE,
+    NULL, 3) from group NULL and took 5 for its minimum."""
+    spark.sql(f"create database if not exists {DB}")
+    spark.sql(f"drop table if exists {DB}.a")
+    spark.sql(f"create table {DB}.a (k int, flag boolean, other boolean, x int) {CDF}")
+    spark.sql(
+        f"insert into {DB}.a values (1, null, null, 5), (2, true, null, 7), (3, false, null, 1), (4, false, null, 3)"
+    )
+    views = {
+        "by_not": f"select k, row_number() over (partition by not flag order by k) as rn from {DB}.a",
+        "by_or": f"select flag or other as grp, min(x) as lo, count(*) as n from {DB}.a group by flag or other",
+    }
+    for name, sql in views.items():
+        mv(spark_db, name, sql).materialize()
+    for change in ("insert into {db}.a values (5, true, null, 9)", "delete from {db}.a where x = 1"):
+        spark.sql(change.format(db=DB))
+        for name, sql in views.items():
+            assert mv(spark_db, name, sql).materialize().action == "refreshed", name
+            assert_consistent(spark, spark_db, name)
+    for name in views:
+        spark.sql(f"drop view if exists {DB}.{name}")
+        spark.sql(f"drop table if exists {DB}.{name}__ivm")
+    spark.sql(f"drop table if exists {DB}.a")
+
+
 def test_the_view_is_the_models_sql_where_analysis_used_to_rewrite_it(spark, spark_db):
     """Each view is built before the rows that tell the two readings apart come, and refreshed.
 

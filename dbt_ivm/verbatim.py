@@ -90,26 +90,29 @@ def _shift(operator: str) -> Callable[[SparkGenerator, exp.Binary], str]:
     return write
 
 
-# Operands written in parentheses under an operator (`_grouped`): what binds more loosely than
-# any operator but AND and OR (not `ANY (…)`/`ALL (…)`, an operator's own). sqlglot writes a
-# tree as it is, parentheses only where a Paren node stands, so an operand the engine builds (a
-# GROUP BY `a OR b` compared with a stored key, a PARTITION BY `NOT f`) would otherwise read back
-# as another grouping in Spark.
+# Operands written in parentheses where they bind more loosely than their operator (`LOOSE`
+# under `OPERATORS`, an AND or OR under NOT): sqlglot writes a tree as it stands, parentheses only
+# where a Paren node stands, so an operand the engine builds (a GROUP BY `a OR b` compared with a
+# stored key, a PARTITION BY `NOT f`) would otherwise read back as another grouping in Spark.
+# Not under LIKE's ESCAPE, nor an `ANY (…)`/`ALL (…)`, an operator's own.
 LOOSE = (exp.Connector, exp.Not, exp.Predicate)
+OPERATORS = (
+    *(exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is),
+    *(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.DPipe),
+    *(exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor),
+)
 
 
-def _grouped(expression: exp.Expr, keys: tuple[str, ...], loose: tuple[type[exp.Expr], ...] = LOOSE) -> exp.Expr:
-    """`expression`, or a copy whose operands under `keys` that are `loose` are parenthesized."""
-    wrap = [
-        k
-        for k in keys
-        if isinstance(expression.args.get(k), loose) and not isinstance(expression.args[k], exp.SubqueryPredicate)
-    ]
-    if not wrap:
+def _loose(node: exp.Expr | None, loose: tuple[type[exp.Expr], ...] = LOOSE) -> bool:
+    return isinstance(node, loose) and not isinstance(node, exp.SubqueryPredicate)
+
+
+def _grouped(expression: exp.Expr, key: str) -> exp.Expr:
+    """`expression`, or a copy whose operand `key` is parenthesized where it is loose."""
+    if not _loose(expression.args.get(key)):
         return expression
     copy = expression.copy()
-    for key in wrap:
-        copy.set(key, exp.Paren(this=copy.args[key]))
+    copy.set(key, exp.Paren(this=copy.args[key]))
     return copy
 
 
@@ -139,18 +142,24 @@ class Verbatim(Spark):
         }
 
         def binary(self, expression: exp.Binary, op: str) -> str:
-            """An operator's operands that bind more loosely than it, parenthesized (`LOOSE`)."""
-            return super().binary(cast(exp.Binary, _grouped(expression, ("this", "expression"))), op)
+            """An operator's operands that bind more loosely than it, parenthesized (`OPERATORS`)."""
+            operands = (expression.this, expression.expression)
+            if not isinstance(expression, OPERATORS) or not any(_loose(o) for o in operands):
+                return super().binary(expression, op)
+            return f"{self._operand(expression.this)} {op} {self._operand(expression.expression)}"
+
+        def _operand(self, node: exp.Expr, loose: tuple[type[exp.Expr], ...] = LOOSE) -> str:
+            return f"({self.sql(node)})" if _loose(node, loose) else self.sql(node)
 
         def not_sql(self, expression: exp.Not) -> str:
             """NOT of an AND or OR, parenthesized (`NOT a AND b` is `(NOT a) AND b`)."""
-            return super().not_sql(cast(exp.Not, _grouped(expression, ("this",), (exp.Connector,))))
+            return f"NOT {self._operand(expression.this, (exp.Connector,))}"
 
         def in_sql(self, expression: exp.In) -> str:
-            return super().in_sql(cast(exp.In, _grouped(expression, ("this",))))
+            return super().in_sql(cast(exp.In, _grouped(expression, "this")))
 
         def between_sql(self, expression: exp.Between) -> str:
-            return super().between_sql(cast(exp.Between, _grouped(expression, ("this",))))
+            return super().between_sql(cast(exp.Between, _grouped(expression, "this")))
 
 
 DIALECT = Verbatim
@@ -227,6 +236,8 @@ def _canonical(tree: exp.Expr) -> exp.Expr:
             return field
         if type(node) in (exp.And, exp.Or):
             return _left_deep(type(node), _chained(node, type(node)))
+        if isinstance(node, exp.Paren):  # the tree's shape is the grouping: `(a = b) = c` is `a = b = c`
+            return cast(exp.Expr, node.this)
         return node
 
     return _bottom_up(tree.copy(), one)
@@ -248,7 +259,11 @@ def _left_deep(kind: type[exp.Expr], operands: list[exp.Expr]) -> exp.Expr:
 
 
 def _reads_back(node: exp.Expr, text: str) -> bool:
-    return _canonical(sqlglot.parse_one(text, read=DIALECT)) == _canonical(node)
+    try:
+        read = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.ParseError:  # written as text no reader takes: refused, not a crash
+        return False
+    return _canonical(read) == _canonical(node)
 
 
 def check_round_trip(query: exp.Expr) -> None:

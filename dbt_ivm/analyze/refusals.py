@@ -213,13 +213,17 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
 
 
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
-KEYWORD_PREDICATES = (exp.In, exp.Between, exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo)
+KEYWORD_PREDICATES = (exp.In, exp.Between, exp.Like, exp.ILike, exp.RegexpLike)
 
 
 def _compared_predicate(node: exp.Expr) -> bool:
-    """`a = b IN (…)` (also BETWEEN, LIKE, RLIKE) without parentheses: sqlglot reads it as
-    `a = (b IN (…))`, Spark as `(a = b) IN (…)`; the analysis would reason about another value."""
-    return isinstance(node, KEYWORD_PREDICATES) and isinstance(node.parent, COMPARISONS)
+    """IN, BETWEEN, LIKE or RLIKE (NOT too) as a comparison's operand without parentheses: sqlglot
+    reads `a = b IN (…)` as `a = (b IN (…))`, Spark as `(a = b) IN (…)` (and `x BETWEEN a AND b
+    = c` as `x BETWEEN a AND (b = c)`); the analysis would reason about another value."""
+    if not isinstance(node, KEYWORD_PREDICATES):
+        return False
+    parent = node.parent.parent if isinstance(node.parent, exp.Not) else node.parent
+    return isinstance(parent, COMPARISONS)
 
 
 RULES: tuple[Refusal | Check, ...] = (
@@ -284,7 +288,7 @@ RULES: tuple[Refusal | Check, ...] = (
     Refusal(
         _compared_predicate,
         lambda node: f"{node.key.upper()} beside a comparison, without parentheses ({snippet(node)})",
-        "parenthesize what you mean: (a = b) IN (...) or a = (b IN (...)); Spark reads the first",
+        "add parentheses around what is compared: (a = b) IN (...) or a = (b IN (...))",
     ),
     Refusal(
         lambda node: isinstance(node, exp.Column) and is_hidden(node.name),

@@ -53,7 +53,10 @@ def null_supplied(select: exp.Select, position: int) -> bool:
 def matched(select: exp.Select, position: int) -> exp.Select:
     """A copy of `select` whose outer join of the union is an inner join (the matched rows)."""
     copy = select.copy()
-    copy.args["joins"][max(position, 1) - 1].set("side", None)
+    join = copy.args["joins"][max(position, 1) - 1]
+    join.set("side", None)
+    if (join.args.get("kind") or "").upper() == "OUTER":  # LEFT OUTER JOIN: no bare OUTER JOIN
+        join.set("kind", None)
     return copy
 
 

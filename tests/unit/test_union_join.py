@@ -305,6 +305,14 @@ def test_the_union_on_the_null_supplied_side_is_the_inner_joins_and_one_padded_o
     copies = setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark")
     assert copies == "(`c0` + `c1`) + `c2`"
     assert "branch 2: the rows that match no row of f" in explain(NULL_SIDE, SCHEMA)
+    # written LEFT OUTER JOIN (or RIGHT OUTER): the matched copies are inner joins, no bare OUTER JOIN
+    for outer in (
+        NULL_SIDE.replace("left join", "left outer join"),
+        f"select c.name from ({FEEDS}) f right outer join db.c c on f.dim_id = c.cid",
+    ):
+        assert outer != NULL_SIDE
+        for sql in _branch_sql(_distributed(outer))[:2]:
+            assert "OUTER" not in sql and " JOIN `db`." in sql, sql
 
 
 def test_the_union_mirrored_after_inner_joins_and_with_aliases_taken():

@@ -177,5 +177,12 @@ def test_an_operand_that_binds_more_loosely_than_its_operator_is_written_in_pare
         assert sqlglot.parse_one(written, read=verbatim.DIALECT).expression.unnest() == tree.expression
     assert render.sql(exp.Not(this=sqlglot.parse_one("a AND b", read=verbatim.DIALECT))) == "NOT (a AND b)"
     # what the model wrote is written as it was: nothing else gains parentheses
-    model = "SELECT NOT x IS NULL, a = b AND c OR d, x + y * z, a LIKE ANY('p%'), x BETWEEN 1 AND 2 AND y"
+    model = (
+        "SELECT NOT x IS NULL, a = b AND c OR d, x + y * z, a LIKE ANY('p%'), x BETWEEN 1 AND 2 AND y, "
+        "s LIKE '%!%%' ESCAPE '!', s NOT ILIKE 'a' ESCAPE '!'"
+    )
     assert render.sql(sqlglot.parse_one(model, read=verbatim.DIALECT)) == model
+    # a comparison of a comparison gains them, and reads back as itself (parentheses are syntax)
+    chained = sqlglot.parse_one("SELECT a = b = c, a % 2 = 0 = f", read=verbatim.DIALECT)
+    assert render.sql(chained) == "SELECT (a = b) = c, (a % 2 = 0) = f"
+    verbatim.check_round_trip(chained)

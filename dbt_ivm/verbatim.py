@@ -96,8 +96,9 @@ def _shift(operator: str) -> Callable[[SparkGenerator, exp.Binary], str]:
 # stored key, a PARTITION BY `NOT f`) would otherwise read back as another grouping in Spark.
 # Not under LIKE's ESCAPE, nor an `ANY (…)`/`ALL (…)`, an operator's own.
 LOOSE = (exp.Connector, exp.Not, exp.Predicate)
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 OPERATORS = (
-    *(exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Is),
+    *(*COMPARISONS, exp.Is),
     *(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.DPipe),
     *(exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor),
 )

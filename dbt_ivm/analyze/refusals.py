@@ -34,6 +34,7 @@ from dbt_ivm.analyze.setops import SEPARATE_MODEL, set_operation_name
 from dbt_ivm.analyze.subqueries import check_subquery, is_test_query
 from dbt_ivm.analyze.windows import check_window, in_window
 from dbt_ivm.ir import HIDDEN_PREFIX, is_hidden
+from dbt_ivm.verbatim import COMPARISONS
 
 RESERVED_HINT = f"rename it: names starting with {HIDDEN_PREFIX} are fast_mv's hidden columns"
 
@@ -212,7 +213,6 @@ def _check_function(node: exp.Anonymous, declared: frozenset[str]) -> None:
         )
 
 
-COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
 KEYWORD_PREDICATES = (exp.In, exp.Between, exp.Like, exp.ILike, exp.RegexpLike)
 
 

@@ -1222,6 +1222,14 @@ UNIONS = Family(
             "FROM {db}.la WHERE x > 0.3 UNION ALL SELECT k, g, y FROM {db}.lb) u ON u.k = c.j AND u.g <> c.z "
             "WHERE c.j > 1 OR u.x IS NULL",
         ),
+        # a FULL JOIN with the UNION ALL (`analyze.union_padded`): each branch preserved, the padded rows
+        # of lc, a branch WHERE, an ON beyond the equality and an outer WHERE over both sides
+        View(
+            "u_full",
+            "SELECT c.j, c.z, u.k, u.g, coalesce(u.x, c.j) AS xx FROM {db}.lc c FULL JOIN (SELECT k, g, x "
+            "FROM {db}.la WHERE x > 0.3 UNION ALL SELECT k, g, y FROM {db}.lb) u ON u.k = c.j AND u.g <> c.z "
+            "WHERE c.z IS NULL OR u.k > 0 OR u.x IS NULL",
+        ),
         # a SELECT with no join over a UNION ALL (`analyze.union_join`): a WHERE and expressions over
         # columns a branch gives as NULL (cast to the other branches' types)
         View(

@@ -40,7 +40,8 @@ from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewP
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
 OWN_MODEL = (
     "make the UNION ALL its own fast_mv model and select from it (fast_mv models can read each other); a "
-    "SELECT or an inner join over the UNION ALL, or a LEFT or RIGHT JOIN with it on either side, is maintained"
+    "SELECT or an inner join over the UNION ALL, a LEFT or RIGHT JOIN with it on either side, or a FULL JOIN "
+    "with it and no other join, is maintained"
 )
 VOID = "void"  # the type of a NULL literal, which Spark widens to any other
 
@@ -81,6 +82,8 @@ def find(select: exp.Expr) -> Joined | None:
         raise refuse("a join of two UNION ALL subqueries", items[found[1][0]], OWN_MODEL)
     position, (union, alias, cte) = found[0]
     padded = _check_preserved(select, position)
+    if padded:
+        select, position = union_padded.union_first(select, position)
     return Joined(select, position, union, alias, cte, padded)
 
 

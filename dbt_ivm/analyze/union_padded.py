@@ -10,6 +10,11 @@ WHERE; `bi.k` a column of branch i's table that an equality of `ci` compares (no
 matched row). The query's outputs and WHERE read the union's columns as NULL, as in a padded row.
 Taken only as `D [inner joins] LEFT JOIN union` or `union RIGHT JOIN D`, each branch one table
 with an optional WHERE.
+
+A FULL JOIN of D and the union (one join, either side) keeps the union's rows too:
+`D ⟗_c (B1 ⊎ … ⊎ Bn) = ⊎_i (D ⟖_{c_i} Bi) ⊎ pad(D ▷_c (B1 ⊎ … ⊎ Bn))`, each branch's copy an
+outer join that preserves the branch (a row of Bi, matched or padded, is a row of the union's
+side), and the same padded rows of D.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from dbt_ivm.render import conjuncts
 NULL_SIDE = "a UNION ALL subquery on the null-supplied side of a {} JOIN"
 HINT = (
     "write it as D [INNER JOIN ...] LEFT JOIN (<UNION ALL>) u ON <an equality of a column of each branch>, "
-    "each branch one table with an optional WHERE, or make the UNION ALL its own fast_mv model and join to it"
+    "or D FULL JOIN (<UNION ALL>) u ON ... with no other join, each branch one table with an optional WHERE, "
+    "or make the UNION ALL its own fast_mv model and join to it"
 )
 
 
@@ -34,6 +40,10 @@ def null_supplied(select: exp.Select, position: int) -> bool:
     by name where it is, in another shape."""
     joins: list[exp.Join] = select.args.get("joins") or []
     sides = [(j.side or "").upper() for j in joins]
+    if joins and sides[max(position, 1) - 1] == "FULL":
+        if len(joins) != 1:
+            raise refuse("a UNION ALL subquery in a FULL JOIN with another join in the query", joins[-1], HINT)
+        return True
     if position == 0:
         if "RIGHT" not in sides:
             return False
@@ -50,10 +60,28 @@ def null_supplied(select: exp.Select, position: int) -> bool:
     return True
 
 
+def union_first(select: exp.Select, position: int) -> tuple[exp.Select, int]:
+    """`D FULL JOIN union ON c` written `union FULL JOIN D ON c` (position 0): the same rows, the
+    columns of `*` aside, which a padded row refuses (`padded`). Each branch's copy then reads the
+    branch on the preserved side of a LEFT JOIN, where a branch's WHERE merges; any other query as it is."""
+    joins: list[exp.Join] = select.args.get("joins") or []
+    if position != 1 or len(joins) != 1 or (joins[0].side or "").upper() != "FULL":
+        return select, position
+    copy = select.copy()
+    join, first = copy.args["joins"][0], copy.args["from_"].this
+    copy.args["from_"].set("this", join.this)
+    join.set("this", first)
+    return copy, 0
+
+
 def matched(select: exp.Select, position: int) -> exp.Select:
-    """A copy of `select` whose outer join of the union is an inner join (the matched rows)."""
+    """A copy of `select` whose outer join of the union is an inner join (the matched rows), or for
+    a FULL JOIN the outer join that preserves the union's side (its rows, matched or not)."""
     copy = select.copy()
     join = copy.args["joins"][max(position, 1) - 1]
+    if (join.side or "").upper() == "FULL":
+        join.set("side", "LEFT" if position == 0 else "RIGHT")
+        return copy
     join.set("side", None)
     if (join.args.get("kind") or "").upper() == "OUTER":  # LEFT OUTER JOIN: no bare OUTER JOIN
         join.set("kind", None)

@@ -146,8 +146,6 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
             f"select c.name, f.id from ({FEEDS}) f join db.r r on f.id = r.rid right join db.c c on r.cid = c.cid",
             "null-supplied side of a RIGHT",
         ),
-        (f"select c.name, f.id from ({FEEDS}) f full join db.c c on f.dim_id = c.cid", "in a FULL JOIN"),
-        (f"select c.name, f.id from db.c c full join ({FEEDS}) f on f.dim_id = c.cid", "in a FULL JOIN"),
         (f"select f.id, g.id as gid from ({FEEDS}) f join ({FEEDS}) g on f.id = g.id", "two UNION ALL subqueries"),
         (f"with f as ({FEEDS}) select a.id from f a join f b on a.id = b.dim_id", "the UNION ALL CTE f read 2 times"),
         (
@@ -328,10 +326,59 @@ def test_the_union_mirrored_after_inner_joins_and_with_aliases_taken():
     assert "`f_b0_1`.`dim_id` IS NULL AND `f_b1`.`dim_id` IS NULL" in padded
 
 
+FULL = (
+    f"select c.name, f.amt, coalesce(f.id, c.cid) as k from db.c c full outer join "
+    f"({FEEDS.replace('db.fa', 'db.fa where id > 0', 1)}) f on f.dim_id = c.cid and f.id > 1 "
+    "where c.name > 'a' or f.id is null"
+)
+
+
+def test_a_full_join_with_the_union_is_each_branch_preserved_and_the_padded_rows():
+    """`D ⟗ (B1 ⊎ B2)`: each branch on the preserved side of a LEFT JOIN with D (its rows, matched
+    or not), and D's rows that match no row of any branch, padded: either order of the FULL JOIN."""
+    plan = _distributed(FULL)
+    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation.distributed.padded == 2
+    assert [b.plan.view_class for b in plan.set_operation.branches] == [ViewClass.OUTER_JOIN] * 3
+    first, second, padded = _branch_sql(plan)
+    assert "FROM `db`.`fa` AS `fa` LEFT OUTER JOIN `db`.`c` AS `c` ON `fa`.`dim_id` = `c`.`cid` AND `fa`.`id` > 1" in (
+        first
+    )
+    assert "WHERE (`c`.`name` > 'a' OR `fa`.`id` IS NULL) AND `fa`.`id` > 0" in first  # the branch's WHERE merged
+    assert second.startswith("SELECT `c`.`name` AS `name`, `fb`.`amt` AS `amt`, COALESCE(`fb`.`id`, `c`.`cid`) AS `k`")
+    assert "FROM `db`.`fb` AS `fb` LEFT OUTER JOIN `db`.`c` AS `c`" in second
+    assert padded.startswith(
+        "SELECT `c`.`name` AS `name`, NULL AS `amt`, COALESCE(CAST(NULL AS INT), `c`.`cid`) AS `k` "
+        "FROM `db`.`c` AS `c` LEFT JOIN `db`.`fa` AS `f_b0` "
+        "ON (`f_b0`.`dim_id` = `c`.`cid` AND `f_b0`.`id` > 1) AND `f_b0`.`id` > 0 "
+    )
+    assert padded.endswith("AND `f_b0`.`dim_id` IS NULL AND `f_b1`.`dim_id` IS NULL")
+    mirrored = _branch_sql(_distributed(f"select c.name, f.id from ({FEEDS}) f full join db.c c on f.dim_id = c.cid"))
+    assert "FROM `db`.`fa` AS `fa` LEFT JOIN `db`.`c` AS `c`" in mirrored[0]
+    assert "FROM `db`.`c` AS `c` LEFT JOIN `db`.`fa` AS `f_b0`" in mirrored[2]
+    # `c.*` keeps its columns where they are; `*` would read the union's by position: refused below
+    plan = _distributed(f"select c.*, f.id from db.c c full join ({FEEDS}) f on f.dim_id = c.cid")
+    assert [o.name for o in plan.outputs] == [*SCHEMA["db.c"], "id"]
+
+
 @pytest.mark.parametrize(
     ("sql", "construct"),
     [
-        (f"select c.name, f.amt from db.c c full join ({FEEDS}) f on f.dim_id = c.cid", "in a FULL JOIN"),
+        (
+            f"select c.name, f.id from db.c c full join ({FEEDS}) f on f.dim_id = c.cid join db.r r on r.cid = c.cid",
+            "in a FULL JOIN with another join",
+        ),
+        (
+            f"select c.name, f.id from db.r r join db.c c on r.cid = c.cid full join ({FEEDS}) f on f.dim_id = c.cid",
+            "in a FULL JOIN with another join",
+        ),
+        (
+            f"select c.name, f.id from ({FEEDS}) f join db.r r on f.id = r.rid full join db.c c on r.cid = c.cid",
+            "a UNION ALL subquery in a FULL JOIN",
+        ),
+        (f"select * from db.c c full join ({FEEDS}) f on f.dim_id = c.cid", "SELECT * over"),
+        (f"select c.name, f.id from db.c c full join ({FEEDS}) f using (id)", "joined without ON"),
+        (f"select c.name, f.id from db.c c full join ({FEEDS}) f on f.dim_id > c.cid", "has no equality"),
         (f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id > c.cid", "has no equality"),
         (
             f"select c.name, f.id from db.c c left join ({FEEDS}) f on f.dim_id = c.cid or f.id = c.cid",

@@ -76,11 +76,11 @@ def union_first(select: exp.Select, position: int) -> tuple[exp.Select, int]:
 
 def matched(select: exp.Select, position: int) -> exp.Select:
     """A copy of `select` whose outer join of the union is an inner join (the matched rows), or for
-    a FULL JOIN the outer join that preserves the union's side (its rows, matched or not)."""
+    a FULL JOIN, the union first (`union_first`), the LEFT JOIN that keeps its rows, matched or not."""
     copy = select.copy()
     join = copy.args["joins"][max(position, 1) - 1]
     if (join.side or "").upper() == "FULL":
-        join.set("side", "LEFT" if position == 0 else "RIGHT")
+        join.set("side", "LEFT")
         return copy
     join.set("side", None)
     if (join.args.get("kind") or "").upper() == "OUTER":  # LEFT OUTER JOIN: no bare OUTER JOIN

@@ -127,7 +127,7 @@ def source_reason(i: Inspection) -> str:
     for key, version in i.pinned.items():
         if key not in consumed:
             return f"no watermark for source {key}"
-        if recorded.get(key) not in (None, "", i.created[key]):
+        if recorded.get(key) not in (None, "", i.created[key]) and key not in i.renewed:
             return (
                 f"source {key} was dropped and created again since it was last consumed "
                 f"(created {recorded[key]}, now {i.created[key] or 'unknown'}), so its change history is gone"

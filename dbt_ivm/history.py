@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 # Commits that change no rows, so they add nothing to the change feed.
@@ -44,6 +45,25 @@ def metric(row: Mapping[str, Any], name: str) -> int | None:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def commit_time(row: Mapping[str, Any]) -> str:
+    """A DESCRIBE HISTORY row's commit time, to the millisecond Delta records (a datetime in a
+    Spark session, text over thrift: the same text either way)."""
+    value = row.get("timestamp")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return str(value)
+    return value.isoformat(sep=" ", timespec="milliseconds") if isinstance(value, datetime) else ""
+
+
+def holds_commit(history: Iterable[Mapping[str, Any]], version: int | None, at: str) -> bool:
+    """Whether `history` holds commit `version` made at time `at` (`commit_time`): the same Delta
+    table as the one that made it. A replace (CREATE OR REPLACE, REPLACE … AS SELECT) keeps a
+    table's commits; a table dropped and created again under the name starts new ones."""
+    return bool(at) and any(int(r["version"]) == version and commit_time(r) == at for r in history)
 
 
 def _is_true(value: Any) -> bool:

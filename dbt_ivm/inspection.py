@@ -47,7 +47,16 @@ from dbt_ivm.catalog import (
     settings_changed,
 )
 from dbt_ivm.classes import ViewRules, rules_for
-from dbt_ivm.history import appended_rows, changed_rows, keeps_properties, keeps_rows, replaced, rows_after
+from dbt_ivm.history import (
+    appended_rows,
+    changed_rows,
+    commit_time,
+    holds_commit,
+    keeps_properties,
+    keeps_rows,
+    replaced,
+    rows_after,
+)
 from dbt_ivm.ir import Span, TableName, Upstream, ViewPlan
 from dbt_ivm.metadata import PROP_SETTINGS, Watermark, latest_watermark
 from dbt_ivm.policy import RefreshPolicy, parse_policy
@@ -144,6 +153,10 @@ class Inspection:
     defaults: Mapping[str, Any] | None = None  # the server's defaults, as a watermark records them (`server_defaults`)
     # the storage's columns and types, described with the sources' (`_early`); None: not described
     storage_types: Mapping[str, str] | None = None
+    commits: Mapping[str, str] = field(default_factory=dict)  # source key -> its pinned commit's time
+    # sources the catalog shows created at another time than recorded whose commits still hold the
+    # one consumed: replaced, not dropped and created again (`_identity`)
+    renewed: frozenset[str] = frozenset()
 
     @property
     def view(self) -> TableName:
@@ -198,12 +211,14 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
     versioned = plan.versioned
     entries = [*plan.tables, *(u.storage for u in chained.values()), model.backing, model.view]
     catalog = early.catalog if early and not chained else catalog_entries(db, entries)
-    created = {t.key: _created(catalog, t, chained.get(t.key)) for t in plan.tables}
     answered = dict(known.settings) if known.settings is not None else session_settings(db, _recorded(known))
     histories = early.histories if early else {t.key: _history(db, known, t.key, versioned[t.key]) for t in plan.tables}
     pinned = {key: known.pinned.get(key, int(rows[0]["version"]) if rows else -1) for key, rows in histories.items()}
     guess = known_properties.expected(plan, encode_settings(meaning(answered)), cluster_by)
     stored = read_stored(db, model.backing, known.storage, guess) if model.backing.key in catalog else None
+    mark = stored.mark if stored else None
+    identities = {t.key: _identity(catalog, t, chained.get(t.key), mark, histories[t.key]) for t in plan.tables}
+    created = {key: found for key, (found, _) in identities.items()}
     if _built_anew(plan, stored, meaning(answered)):
         check_types(plan, lambda query: describe_query(db, query))  # before a build of this definition
     started = time.time()
@@ -228,6 +243,8 @@ def inspect(db: Database, model: Model, known: Known | None = None) -> Inspectio
         before_caching(answered),
         server_defaults(answered),
         early.storage_types if early else None,
+        _commit_times(pinned, histories, mark),
+        frozenset(key for key, (_, renewed) in identities.items() if renewed),
     )
 
 
@@ -296,7 +313,9 @@ def _as_consumed(key: str, entry: CatalogEntry, mark: Watermark, history: Histor
     its change data feed is on as it was then (the feed's read fails loudly where it was not)."""
     if entry.provider != "delta":
         return False
-    if not mark.created.get(key) or entry.created != mark.created[key]:
+    if not mark.created.get(key):
+        return False
+    if entry.created != mark.created[key] and not holds_commit(history, mark.sources[key], mark.commits.get(key, "")):
         return False
     if key in known.pinned:  # `quick`'s probe showed it at the version consumed
         return True
@@ -311,12 +330,45 @@ def _history(db: Database, known: Known, key: str, table: TableName) -> History:
     return list(known.histories[key]) if key in known.histories else recent_history(db, table)
 
 
-def _created(catalog: Mapping[str, CatalogEntry], table: TableName, upstream: Upstream | None) -> str:
-    """A source's creation time ('' where not shown); an upstream's is its storage's, with its
-    view's `fingerprint`: another view over the storage is another source too."""
+def _identity(
+    catalog: Mapping[str, CatalogEntry],
+    table: TableName,
+    upstream: Upstream | None,
+    mark: Watermark | None,
+    history: History,
+) -> tuple[str, bool]:
+    """A source's creation time ('' where not shown), and whether it was replaced rather than
+    dropped and created again. An upstream's time is its storage's, with its view's
+    `fingerprint`: another view over the storage is another source too.
+
+    Hive's metastore keeps a table's creation time through CREATE OR REPLACE; Spark's in-memory
+    catalog (and any catalog that writes the entry anew) gives it a new one. So a time other than
+    the one `mark` recorded means a replace where the source's commits still hold the commit
+    consumed (`history.holds_commit`), and a table dropped and created again otherwise."""
     key = upstream.storage.key if upstream else table.key
     created = catalog[key].created if key in catalog else ""
-    return f"{created} ({fingerprint(upstream)})" if upstream else created
+    found = f"{created} ({fingerprint(upstream)})" if upstream else created
+    recorded = mark.created.get(table.key, "") if mark else ""
+    if not created or not recorded or recorded == found or mark is None:
+        return found, False
+    suffix = found[len(created) :]  # an upstream's view must be the one recorded
+    at = mark.commits.get(table.key, "")
+    return found, recorded.endswith(suffix) and holds_commit(history, mark.sources.get(table.key), at)
+
+
+def _commit_times(
+    pinned: Mapping[str, int], histories: Mapping[str, History], mark: Watermark | None
+) -> dict[str, str]:
+    """The time of each source's pinned commit (`history.commit_time`): from its commits read, or
+    as `mark` recorded it where none were read (the source still at the version consumed)."""
+    times = {}
+    for key, version in pinned.items():
+        row = next((r for r in histories.get(key, ()) if int(r["version"]) == version), None)
+        if row is not None:
+            times[key] = commit_time(row)
+        elif mark is not None and mark.sources.get(key) == version and mark.commits.get(key):
+            times[key] = mark.commits[key]
+    return times
 
 
 def moved_sources(

@@ -235,6 +235,7 @@ class Maintainer:
             quick=self._quick(i, built=False),
             props=known_properties.record(i.stored.properties, i.stored.latest, self.change_feed),
             defaults=i.defaults,
+            commits=i.commits,
         )
         if decision.path is Path.ADVANCE:
             return self._advance(i, mark)
@@ -282,7 +283,7 @@ class Maintainer:
         props = table_properties(self.storage, self._properties(i), *self._feed(i))
         cfg, known = self.configuration.encode(), known_properties.record({**render.BACKING_PROPERTIES, **props})
         mark = Watermark(dict(i.pinned), i.plan.definition_hash, i.created, token, self.run_id, rows=sizes, config=cfg)
-        mark = replace(mark, quick=self._quick(i, built=True), props=known, defaults=i.defaults)
+        mark = replace(mark, quick=self._quick(i, built=True), props=known, defaults=i.defaults, commits=i.commits)
         create = render.create_backing(self.backing, rows.select, props, self._layout(i))
         self._move(i)
         self.before_commit()

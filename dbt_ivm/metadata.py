@@ -72,6 +72,10 @@ class Watermark:
     # The server's setting defaults the writer knew, with the server (`catalog.server_defaults`): a
     # later process on the same server reads them here instead of asking; None where it knew none.
     defaults: Mapping[str, Any] | None = None
+    # table key -> the time of the commit consumed (`history.commit_time`): the source is the same
+    # Delta table while its commits hold that one, whatever creation time a catalog shows after a
+    # replace (`inspection._identity`); empty before this was recorded.
+    commits: Mapping[str, str] = field(default_factory=dict)
 
     def encode(self) -> str:
         body = {
@@ -94,6 +98,8 @@ class Watermark:
             body["props"] = self.props
         if self.defaults is not None:
             body["dflt"] = self.defaults
+        if self.commits:
+            body["at"] = dict(sorted(self.commits.items()))
         return MARKER + settable_json(body)
 
     @classmethod
@@ -114,6 +120,7 @@ class Watermark:
             body.get("quick"),
             body.get("props"),
             body.get("dflt"),
+            dict(body.get("at", {})),
         )
 
 

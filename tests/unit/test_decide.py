@@ -106,6 +106,40 @@ def test_a_source_whose_history_cannot_be_replayed_rebuilds():
     assert "dropped and created again" in decide(recreated).reason
     with pytest.raises(StateError, match="dropped and created again"):
         decide(dataclasses.replace(recreated, model=Model(VIEW, "select …", refresh_policy="incremental")))
+    # another creation time with the commit consumed still in its history: replaced, refreshed
+    incremental = Model(VIEW, "select …", refresh_policy="incremental")
+    renewed = dataclasses.replace(recreated, renewed=frozenset({"db.o"}), model=incremental)
+    assert decide(renewed).path is Path.REFRESH
+
+
+def test_another_creation_time_is_a_replace_where_the_commits_still_hold_the_one_consumed():
+    """`inspection._identity`: Spark's in-memory catalog gives a replaced table a new creation
+    time; its commits still hold the one the view consumed, a table created again does not."""
+    from dbt_ivm.inspection import _identity
+    from dbt_ivm.ir import Upstream
+    from dbt_ivm.upstream import fingerprint
+
+    at, later = "2026-11-26 10:00:00.123", "Fri Nov 27 10:00:00 UTC 2026"
+    mark = Watermark({"db.o": 3}, PLAN.definition_hash, CREATED, commits={"db.o": at})
+    table, catalog = TableName("db", "o"), {"db.o": CatalogEntry(later, "MANAGED")}
+    kept = [{"version": 4, "timestamp": "2026-11-27 10:00:00.000"}, {"version": 3, "timestamp": at}]
+    anew = [{"version": 3, "timestamp": "2026-11-27 09:00:00.000"}]
+    assert _identity(catalog, table, None, mark, kept) == (later, True)
+    assert _identity(catalog, table, None, mark, anew) == (later, False)
+    assert _identity(catalog, table, None, dataclasses.replace(mark, commits={}), kept) == (later, False)
+    same = {"db.o": CatalogEntry(CREATED["db.o"], "MANAGED")}
+    assert _identity(same, table, None, mark, kept) == (CREATED["db.o"], False)  # not renewed: the same time
+    assert _identity({}, table, None, mark, kept) == ("", False)  # not in the catalog
+    # an upstream (another fast_mv): its storage's time and its view's fingerprint; a view that
+    # reads the storage otherwise is another source even where the storage's commits continue
+    storage = TableName("db", "u__ivm")
+    view_text, other_text = "SELECT a FROM db.u__ivm", "SELECT a, b FROM db.u__ivm"
+    upstream, other = Upstream(storage, view_text), Upstream(storage, other_text)
+    recorded = {"db.o": f"{CREATED['db.o']} ({fingerprint(upstream)})"}
+    chained = dataclasses.replace(mark, created=recorded)
+    stored = {"db.u__ivm": CatalogEntry(later, "MANAGED")}
+    assert _identity(stored, table, upstream, chained, kept) == (f"{later} ({fingerprint(upstream)})", True)
+    assert _identity(stored, table, other, chained, kept) == (f"{later} ({fingerprint(other)})", False)
 
 
 def test_nothing_moved_is_nothing_and_a_missing_view_is_created_again():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from dbt_ivm.history import (
     appended_rows,
     changed_since,
+    commit_time,
     commits_after,
+    holds_commit,
     keeps_rows,
     matched_several,
     metric,
@@ -142,3 +146,16 @@ def test_commits_that_keep_every_row_and_a_merge_s_counts():
     counts = {"operationMetrics": {"numTargetRowsInserted": "2", "numTargetRowsDeleted": "1"}}
     counts["operationMetrics"]["numTargetRowsUpdated"] = "3"
     assert written(counts, None, None) == (5, 4) and written(counts, 7, 0) == (7, 0)
+
+
+def test_a_commit_is_told_by_its_version_and_time_whichever_way_the_connection_types_it():
+    """A Spark session gives DESCRIBE HISTORY's timestamp as a datetime, thrift as text."""
+    at = datetime(2026, 11, 28, 4, 1, 2, 345000)
+    assert commit_time({"timestamp": at}) == commit_time({"timestamp": "2026-11-28 04:01:02.345"})
+    assert commit_time({"timestamp": at}) == "2026-11-28 04:01:02.345"
+    assert commit_time({"timestamp": "not a time"}) == "not a time" and commit_time({}) == ""
+    history = [{"version": 4, "timestamp": at}, {"version": 3, "timestamp": datetime(2026, 11, 28, 4)}]
+    assert holds_commit(history, 4, "2026-11-28 04:01:02.345")
+    assert not holds_commit(history, 3, "2026-11-28 04:01:02.345")  # another commit at version 3: another table
+    assert not holds_commit(history, 5, "2026-11-28 04:01:02.345")  # not read, or not there
+    assert not holds_commit(history, 4, "")  # nothing recorded: not known to be the same table

@@ -15,3 +15,6 @@ def test_watermark_round_trip_and_latest():
         latest is not None and latest.commit_version == 4 and latest.created == {"db.o": "Mon Nov 23 04:31:59 UTC 2026"}
     )
     assert latest_watermark([{"version": 1, "userMetadata": "someone else's"}]) is None
+    assert Watermark.decode(text).commits == {}  # recorded by no run before this field
+    timed = Watermark({"db.o": 4}, "abc", commits={"db.o": "2026-11-28 04:01:02.345"})
+    assert Watermark.decode(timed.encode()).commits == {"db.o": "2026-11-28 04:01:02.345"}

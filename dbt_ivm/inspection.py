@@ -315,7 +315,7 @@ def _as_consumed(key: str, entry: CatalogEntry, mark: Watermark, history: Histor
         return False
     if not mark.created.get(key):
         return False
-    if entry.created != mark.created[key] and not holds_commit(history, mark.sources[key], mark.commits.get(key, "")):
+    if entry.created != mark.created[key] and not _holds_consumed(key, mark, history):
         return False
     if key in known.pinned:  # `quick`'s probe showed it at the version consumed
         return True
@@ -344,7 +344,7 @@ def _identity(
     Hive's metastore keeps a table's creation time through CREATE OR REPLACE; Spark's in-memory
     catalog (and any catalog that writes the entry anew) gives it a new one. So a time other than
     the one `mark` recorded means a replace where the source's commits still hold the commit
-    consumed (`history.holds_commit`), and a table dropped and created again otherwise."""
+    consumed (`_holds_consumed`), and a table dropped and created again otherwise."""
     key = upstream.storage.key if upstream else table.key
     created = catalog[key].created if key in catalog else ""
     found = f"{created} ({fingerprint(upstream)})" if upstream else created
@@ -352,8 +352,12 @@ def _identity(
     if not created or not recorded or recorded == found or mark is None:
         return found, False
     suffix = found[len(created) :]  # an upstream's view must be the one recorded
-    at = mark.commits.get(table.key, "")
-    return found, recorded.endswith(suffix) and holds_commit(history, mark.sources.get(table.key), at)
+    return found, recorded.endswith(suffix) and _holds_consumed(table.key, mark, history)
+
+
+def _holds_consumed(key: str, mark: Watermark, history: History) -> bool:
+    """The source's commits still hold the one `mark` consumed, made when it recorded (`history.holds_commit`)."""
+    return holds_commit(history, mark.sources.get(key), mark.commits.get(key, ""))
 
 
 def _commit_times(

@@ -4,6 +4,7 @@ read for `fast_mv_explain` and the `fast_mv_consistent` test: reads only, no wri
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dbt_ivm import consistency
 from dbt_ivm.analyze import source_tables
@@ -29,6 +30,11 @@ from dbt_ivm.metadata import (
     PROP_MODEL_SQL,
     Watermark,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from dbt_ivm.ir import Upstream
 
 
 @dataclass(frozen=True)
@@ -72,10 +78,18 @@ def explain_view(db: Database, view: TableName) -> str:
     return f"view: {view} (consumed {consumed})\n{storage}" + explain(stored.definition, schema, stored.functions)
 
 
-def pinned_model_sql(db: Database, stored: StoredView) -> str:
+def pinned_model_sql(db: Database, stored: StoredView, chained: Mapping[str, Upstream] | None = None) -> str:
     """The model's own SQL on the source versions the view last consumed (`consistency.pin_versions`),
-    each upstream fast_mv read through its own view's select over its storage."""
-    return consistency.pin_versions(stored.model_sql, stored.mark.sources, upstreams(_stored_sources(db, stored)))
+    each upstream fast_mv read through its own view's select over its storage; `chained`: those
+    upstreams (`stored_upstreams`) where the caller already has them."""
+    if chained is None:
+        chained = stored_upstreams(db, stored)
+    return consistency.pin_versions(stored.model_sql, stored.mark.sources, chained)
+
+
+def stored_upstreams(db: Database, stored: StoredView) -> dict[str, Upstream]:
+    """The view's sources that are fast_mv views, as the catalog describes them now."""
+    return upstreams(_stored_sources(db, stored))
 
 
 def _stored_sources(db: Database, stored: StoredView) -> list[SourceInfo]:

@@ -13,6 +13,7 @@ Later view classes plug in by adding a Family.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -23,9 +24,10 @@ from decimal import Decimal
 from typing import Any
 
 from dbt_ivm import consistency
-from dbt_ivm.catalog import backing_table
+from dbt_ivm.catalog import backing_table, parse_describe_extended, read_watermark
 from dbt_ivm.ir import TableName
 from dbt_ivm.maintain import Maintainer, Outcome, StoredView, consistency_sql, pinned_model_sql, stored_view
+from dbt_ivm.stored_view import stored_upstreams
 
 # Small domains so that joins match, keys collide, and NULLs are common.
 KEYS = [0, 1, 2, 3, None]
@@ -158,6 +160,12 @@ class Harness:
         self.compared: dict[str, bool] = {}
         self.globals: dict[str, bool] = {}  # view -> whether it is a global aggregate (`global_row`)
         self.branches: dict[str, list[str]] = {}  # view -> a set operation's count columns (`bad_counts`)
+        # Asked once per view: the harness changes rows, never a schema. View -> the fast_mvs
+        # among its sources (`stored_upstreams`); view -> its column types (`agree`).
+        self.chained: dict[str, dict[str, Any]] = {}
+        self.columns: dict[str, dict[str, str]] = {}
+        self.recorded: dict[str, StoredView] = {}  # view -> what its build recorded (`stored`)
+        self.model_sqls: dict[str, str] = {}  # view -> the pinned model SQL its last compare ran
 
     # -- set up ------------------------------------------------------------------------
 
@@ -315,6 +323,7 @@ class Harness:
                 return statements, []
             with self.lock:
                 del self.compared[v.name]
+                self.model_sqls.pop(v.name, None)
             return statements, [("refreshed without a change to its sources", outcome.action, outcome.message)]
         return statements, self.compare(v, dict(outcome.versions))
 
@@ -352,7 +361,7 @@ class Harness:
     def compare(self, v: View, pinned: dict[str, int]) -> list[Any]:
         """Rows where the view and its recompute differ (`rows_differing`), plus hidden-state checks."""
         view = TableName(self.database, v.name)
-        stored = stored_view(self.db, view)
+        stored = self.stored(view)
         diff = self.rows_differing(view, stored)
         with self.lock:
             self.compared[v.name] = bool(diff)
@@ -364,12 +373,27 @@ class Harness:
             diff.append(("watermark", dict(stored.mark.sources), pinned))
         return diff
 
+    def stored(self, view: TableName) -> StoredView:
+        """`stored_view`, its recorded definition read once (the harness never changes a view's
+        SQL) and its watermark each time."""
+        if view.name not in self.recorded:
+            self.recorded[view.name] = stored_view(self.db, view)
+            return self.recorded[view.name]
+        mark = read_watermark(self.db, backing_table(view))
+        assert mark is not None, f"{view} lost its watermark"
+        return dataclasses.replace(self.recorded[view.name], mark=mark)
+
     def rows_differing(self, view: TableName, stored: StoredView) -> list[Any]:
         """`multiset_diff` of the view and the model's SQL run on the sources as of the watermark
         (the harness makes no change during a refresh, so that is also their current state). Both
         are read into Python and compared there: an oracle of its own, cheaper than the
         consistency test's query (`agree` checks that query against it)."""
-        model = self.spark.sql(pinned_model_sql(self.db, stored))
+        if view.name not in self.chained:
+            self.chained[view.name] = stored_upstreams(self.db, stored)
+        model_sql = pinned_model_sql(self.db, stored, self.chained[view.name])
+        with self.lock:
+            self.model_sqls[view.name] = model_sql
+        model = self.spark.sql(model_sql)
         floats = [i for i, f in enumerate(model.schema.fields) if f.dataType.typeName() in consistency.FLOAT_TYPES]
         return multiset_diff(self.sql(f"SELECT * FROM {view.sql()}"), model.collect(), floats)
 
@@ -395,13 +419,24 @@ class Harness:
         differences where `rows_differing` does, and none where it does not: where it did when
         the view was last compared, if it was (the view and its sources are as they were then)."""
         view = TableName(self.database, v.name)
-        found = self.sql(consistency_sql(self.db, view))
+        found = self.sql(self.consistency_sql(view))
         differs = self.compared.get(v.name)
         if differs is None:
             differs = bool(self.rows_differing(view, stored_view(self.db, view)))
         if bool(found) == differs:
             return []
         return [("the consistency test disagrees", [tuple(r) for r in found])]
+
+    def consistency_sql(self, view: TableName) -> str:
+        """The consistency test's query (`maintain.consistency_sql`); for a view compared before,
+        built by the same function from what that compare read, the model's pinned SQL (the view
+        and its sources are as they were then, see `agree`): no metadata read again."""
+        model_sql = self.model_sqls.get(view.name)
+        if model_sql is None:
+            return consistency_sql(self.db, view)
+        if view.name not in self.columns:
+            self.columns[view.name] = parse_describe_extended(self.db.query(f"DESCRIBE TABLE {view.sql()}"))[0]
+        return consistency.consistency_sql(view, model_sql, self.columns[view.name])
 
     def run(self, rounds: int, deadline: float | None = None, progress: bool = False) -> Report:
         """`rounds` rounds, or fewer if the wall clock passes `deadline` (time.time())."""
@@ -1023,6 +1058,7 @@ class AnsiHarness(Harness):
         statements, outcome = self.materialize(v)
         with self.lock:
             self.compared.pop(v.name, None)
+            self.model_sqls.pop(v.name, None)
             self.overflows += 1
         return statements, [] if outcome.action == "failed" else [("the model fails, the refresh did not", failure)]
 

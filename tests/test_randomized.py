@@ -14,7 +14,6 @@ from sqlglot import exp
 from dbt_ivm import render
 from dbt_ivm.aggregates import Extreme
 from dbt_ivm.classes import aggregate, changes, joins, outer_joins, outer_terms, terms, windows
-from tests import harness as harness_module
 from tests.harness import (
     AGGREGATES,
     CALCULATED,
@@ -173,9 +172,9 @@ def test_harness_catches_a_consistency_test_that_disagrees(spark, spark_db, monk
     harness = Harness(spark, spark_db, family, 3)
     try:
         harness.setup()
-        monkeypatch.setattr(harness_module, "consistency_sql", lambda db, view: "SELECT 1 AS x")
+        monkeypatch.setattr(Harness, "consistency_sql", lambda self, view: "SELECT 1 AS x")
         assert harness.agree(family.views[0]), "a query that always finds rows agreed on an exact view"
-        monkeypatch.setattr(harness_module, "consistency_sql", lambda db, view: "SELECT 1 AS x WHERE FALSE")
+        monkeypatch.setattr(Harness, "consistency_sql", lambda self, view: "SELECT 1 AS x WHERE FALSE")
         assert not harness.agree(family.views[0])
         _drop_deletes(monkeypatch)
         assert _until_mismatch(harness, 12) > 0

@@ -63,11 +63,18 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     lines.append("join tree:")
     if plan.union is not None:
         lines.append(f"  {plan.union.alias} = UNION ALL of:")
-    if plan.set_operation is not None and plan.set_operation.distributed is not None:
-        alias = plan.set_operation.distributed.alias
+    distributed = plan.set_operation.distributed if plan.set_operation is not None else ()
+    if len(distributed) == 1:
+        alias = distributed[0].alias
         lines.append(f"  the query over the UNION ALL {alias}, distributed: one branch per branch of {alias}")
-        if (padded := plan.set_operation.distributed.padded) is not None:
+        if (padded := distributed[0].padded) is not None:
             lines.append(f"  branch {padded}: the rows that match no row of {alias}, its columns NULL")
+    elif distributed:
+        aliases = ", ".join(d.alias for d in distributed)
+        lines.append(
+            f"  the query over the UNION ALLs {aliases}, distributed: one branch per combination of a branch of "
+            f"each ({distributed[0].alias}'s outermost)"
+        )
     branches = plan.set_operation.branches if plan.set_operation is not None else ()
     for branch in branches or (plan.union.branches if plan.union is not None else ()):
         lines.append(f"  branch {branch.index}" + " (SELECT DISTINCT)" * branch.distinct + ":")

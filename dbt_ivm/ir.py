@@ -349,11 +349,12 @@ class DistributedUnion:
 @dataclass(frozen=True)
 class SetOperations:
     """A set-operation view: the normalized query and its tree of branches (`distributed`: a join
-    over a UNION ALL subquery, each branch the join over one of its branches)."""
+    over UNION ALL subqueries, each branch the join over one of its branches, or over one
+    combination of a branch of each, the first union's outermost)."""
 
     query: exp.Query
     tree: SetNode
-    distributed: DistributedUnion | None = None
+    distributed: tuple[DistributedUnion, ...] = ()
 
     @property
     def branches(self) -> tuple[Branch, ...]:
@@ -365,10 +366,11 @@ UNION_PLACEHOLDER = f"{HIDDEN_PREFIX}union"  # the table name a query over a UNI
 
 @dataclass(frozen=True)
 class UnionLeaf:
-    """A UNION ALL subquery (or CTE) that an aggregate's query reads as its one FROM item: a derived
-    leaf. The model's query reads it as `UNION_PLACEHOLDER AS alias`; its rows at a version are its
-    branches' rows at that version (`query`, the normalized UNION ALL, whose columns are
-    `columns`), its change the UNION ALL of its branches' changes (`classes.union_leaf`)."""
+    """A UNION ALL subquery (or CTE) that an aggregate's query, or a window view's windows, read as
+    their one FROM item: a derived leaf. The model's query reads it as `UNION_PLACEHOLDER AS
+    alias`; its rows at a version are its branches' rows at that version (`query`, the normalized
+    UNION ALL, whose columns are `columns`), its change the UNION ALL of its branches' changes
+    (`classes.union_leaf`)."""
 
     alias: str
     columns: tuple[str, ...]
@@ -397,7 +399,7 @@ class ViewPlan:
     subqueries: Subqueries | None = None  # a semi-join view's subquery tests (`ViewClass.SEMI_JOIN`)
     set_operation: SetOperations | None = None  # a set operation's branches (`ViewClass.SET_OPERATION`)
     order: tuple[Ordering, ...] = ()  # the model's top-level ORDER BY, kept by the view `ref()` reads
-    union: UnionLeaf | None = None  # an aggregate over a UNION ALL subquery: its leaf
+    union: UnionLeaf | None = None  # an aggregate or window over a UNION ALL subquery: its leaf
 
     @property
     def model_query(self) -> exp.Query:

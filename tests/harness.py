@@ -1185,7 +1185,8 @@ CALCULATED = Family(
 # keys, NaN and the infinities, branches that are joins and outer joins, a table read by two
 # branches and by a join in each, branch types Spark widens (DOUBLE and DECIMAL, DECIMAL and INT,
 # a NULL literal), a branch filtered to empty, and an outer WHERE over the union's columns; and
-# joins over a UNION ALL and a SELECT over one (`analyze.union_join`).
+# joins over a UNION ALL, two UNION ALLs joined and a SELECT over one (`analyze.union_join`);
+# windows over a UNION ALL.
 LA = Table("la", (("k", "int"), ("g", "string"), ("x", "double special")))
 LB = Table("lb", (("k", "int"), ("g", "string"), ("y", "double"), ("m", "decimal(10,2)")))
 LC = Table("lc", (("j", "int"), ("z", "string")))
@@ -1272,6 +1273,32 @@ UNIONS = Family(
             "u_select",
             "SELECT k, x * 2 AS x2, coalesce(g, '-') AS gg, g FROM (SELECT k, g, x FROM {db}.la UNION ALL "
             "SELECT k, NULL, y FROM {db}.lb UNION ALL SELECT j, z, NULL FROM {db}.lc) u WHERE x > 0.3 OR k IS NULL",
+        ),
+        # two UNION ALLs joined (`analyze.union_join`): one branch per combination of their branches,
+        # la in both unions (a self-join in one combination), then a LEFT JOIN on the second's columns
+        View(
+            "u_two_unions",
+            f"SELECT u.feed, u.k, v.g, v.x AS vx, c.z FROM ({_FEEDS}) u JOIN (SELECT k, g, x FROM {{db}}.la "
+            "WHERE x > 0.3 UNION ALL SELECT j, z, j FROM {db}.lc) v ON u.k = v.k LEFT JOIN {db}.lc c ON v.g = c.z",
+        ),
+        # windows over a UNION ALL (`analyze.union_leaf`, `classes.windows`): an SCD-2 end value and a
+        # rank over two feeds by key (NULL keys, NaN), windows by a string with NULLs over a CTE
+        # with a WHERE over the union, and keep-the-latest (`rn = 1`) in a CTE over a CTE
+        View(
+            "u_window_scd2",
+            "SELECT k, g, x, lead(x) OVER (PARTITION BY k ORDER BY x, g) AS nx, row_number() OVER (PARTITION BY k "
+            "ORDER BY x DESC, g) AS rn FROM (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y FROM {db}.lb) u",
+        ),
+        View(
+            "u_window_cte",
+            "WITH u AS (SELECT k, g, m AS v FROM {db}.lb UNION ALL SELECT j, z, j FROM {db}.lc WHERE j > 1) "
+            "SELECT g, k, v, count(*) OVER (PARTITION BY g) AS n, max(v) OVER (PARTITION BY g) AS hi, "
+            "dense_rank() OVER (PARTITION BY g ORDER BY v) AS dr FROM u WHERE v > 0 OR k IS NULL",
+        ),
+        View(
+            "u_window_latest",
+            "WITH u AS (SELECT k, g, x FROM {db}.la UNION ALL SELECT j, z, j FROM {db}.lc), d AS (SELECT k, g, x, "
+            "row_number() OVER (PARTITION BY k ORDER BY x DESC, g) AS rn FROM u) SELECT k, g, x FROM d WHERE rn = 1",
         ),
         _agg(
             "u_expressions",

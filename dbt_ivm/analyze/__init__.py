@@ -81,7 +81,7 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
 def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
     """The plan of a model that is not a set operation, without its top-level ORDER BY."""
     # a join over a UNION ALL, or a SELECT row by row over one, first; any other query over one alone: a leaf
-    if (joined := union_join.find(raw)) is not None:
+    if joined := union_join.find(raw):
         return union_join.join_plan(joined, schema, lambda query, known: analyze(query, known, declared))
     if (found := union_leaf.find(raw)) is not None:
         return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))

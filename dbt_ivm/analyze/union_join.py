@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+import math
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -32,7 +34,14 @@ from sqlglot import exp
 from dbt_ivm.analyze import union_padded
 from dbt_ivm.analyze.functions import is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, refuse
-from dbt_ivm.analyze.setops import BRANCH_CLASSES, SEPARATE_MODEL, analyzed_branches, normalized_query, set_plan
+from dbt_ivm.analyze.setops import (
+    BRANCH_CLASSES,
+    SEPARATE_MODEL,
+    Shape,
+    analyzed_branches,
+    normalized_query,
+    set_plan,
+)
 from dbt_ivm.analyze.union_leaf import named_as_first, reads_of, refuse_distinct_branches, union_read, without_cte
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.ir import HIDDEN_PREFIX, Branch, DistributedUnion, ViewClass, ViewPlan
@@ -43,6 +52,7 @@ OWN_MODEL = (
     "SELECT or an inner join over the UNION ALL, a LEFT or RIGHT JOIN with it on either side, or a FULL JOIN "
     "with it and no other join, is maintained"
 )
+MAX_COMBINATIONS = 16  # set-operation branches a join of several unions may make
 VOID = "void"  # the type of a NULL literal, which Spark widens to any other
 
 
@@ -66,25 +76,33 @@ def _union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp
     return read
 
 
-def find(select: exp.Expr) -> Joined | None:
-    """The UNION ALL subquery, or CTE read once, that a FROM or JOIN item of `select` reads, where
-    `select` joins it to other relations or reads it alone row by row (`_row_by_row`); None where
-    there is none (an aggregate, a window or a subquery test over the union alone: `union_leaf`)."""
+def find(select: exp.Expr) -> tuple[Joined, ...]:
+    """The UNION ALL subqueries, or CTEs read once, that FROM or JOIN items of `select` read, where
+    `select` joins them to other relations (or to each other) or reads one alone row by row
+    (`_row_by_row`); none where there is none (an aggregate, a window or a subquery test over the
+    union alone: `union_leaf`). Several are distributed together, each on a preserved side."""
     if not isinstance(select, exp.Select) or select.args.get("from_") is None:
-        return None
+        return ()
     if not select.args.get("joins") and not _row_by_row(select):
-        return None
+        return ()
     items = [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]
     found = [(k, read) for k, item in enumerate(items) if (read := _union_read(select, item)) is not None]
-    if not found:
-        return None
     if len(found) > 1:
-        raise refuse("a join of two UNION ALL subqueries", items[found[1][0]], OWN_MODEL)
+        for position, _ in found:
+            if _check_preserved(select, position):
+                raise refuse(
+                    "a join of two UNION ALL subqueries, one on the null-supplied side of an outer join",
+                    items[position],
+                    OWN_MODEL,
+                )
+        return tuple(Joined(select, position, union, alias, cte) for position, (union, alias, cte) in found)
+    if not found:
+        return ()
     position, (union, alias, cte) = found[0]
     padded = _check_preserved(select, position)
     if padded:
         select, position = union_padded.union_first(select, position)
-    return Joined(select, position, union, alias, cte, padded)
+    return (Joined(select, position, union, alias, cte, padded),)
 
 
 def _row_by_row(select: exp.Select) -> bool:
@@ -92,7 +110,7 @@ def _row_by_row(select: exp.Select) -> bool:
     BY, HAVING, DISTINCT, QUALIFY, aggregate, window or subquery outside that item."""
     if any(select.args.get(k) for k in ("group", "having", "distinct", "qualify")):
         return False
-    outer = _in_place(select, 0, exp.to_table("__ivm_union"))  # without its FROM item and CTEs
+    outer = _in_place(select, {0: exp.to_table("__ivm_union")})  # without its FROM item and CTEs
     return not any(
         isinstance(n, exp.Window) or (isinstance(n, exp.Query) and n is not outer) or is_aggregate(n)
         for n in outer.walk()
@@ -116,37 +134,88 @@ def _check_preserved(select: exp.Select, position: int) -> bool:
     return False
 
 
-def join_plan(joined: Joined, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
+class _Distributed(NamedTuple):
+    """One union of the query, analyzed: its shape and branches, and each branch as the query reads it."""
+
+    joined: Joined
+    shape: Shape
+    branches: list[Branch]
+    compared: list[str]
+    derived: list[exp.Select]
+    types: dict[str, exp.DataType]
+
+
+def join_plan(joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
     """The plan of the join `joined` (or of the query with no join): the set operation of the join
-    over each branch of its union."""
-    select = joined.select
+    over each branch of its union; over several unions, over each combination of their branches
+    (`(A1 ⊎ A2) ⋈ (B1 ⊎ B2) = (A1 ⋈ B1) ⊎ (A1 ⋈ B2) ⊎ (A2 ⋈ B1) ⊎ (A2 ⋈ B2)`)."""
+    select = joined[0].select
     reader = "join" if select.args.get("joins") else "query"
-    with_ = without_cte(select.args.get("with_"), joined.cte)
-    shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
-    refuse_distinct_branches(branches, joined.union, OWN_MODEL)
-    names = [o.name for o in branches[0].plan.outputs]
-    compared = _compared(select, joined, names)
-    derived, types = _derived(branches, names, compared, joined.union, reader)
+    with_ = without_cte(select.args.get("with_"), *(j.cte for j in joined))
+    unions = [_distribute(j, joined, with_, schema, plan_model, reader) for j in joined]
+    if (combinations := math.prod(len(u.derived) for u in unions)) > MAX_COMBINATIONS:
+        raise refuse(
+            f"a join of UNION ALL subqueries whose branches combine {combinations} ways (more than "
+            f"{MAX_COMBINATIONS}: one set-operation branch each)",
+            joined[1].union,
+            OWN_MODEL,
+        )
     distinct = select.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         raise refuse("DISTINCT ON", distinct, "use GROUP BY")
-    alias = exp.TableAlias(this=exp.to_identifier(joined.alias, quoted=True))
-    inner = union_padded.matched(select, joined.position) if joined.padded else select
-    joins = [_in_place(inner, joined.position, d.subquery(alias.copy())) for d in derived]
-    if joined.padded:
-        joins.append(union_padded.padded(select, joined.position, joined.alias, derived, types))
+    padded = joined[0].padded  # one union only (`find`)
+    inner = union_padded.matched(select, joined[0].position) if padded else select
+    joins = [
+        _in_place(
+            inner, {u.joined.position: d.subquery(_alias(u.joined)) for u, d in zip(unions, combination, strict=True)}
+        )
+        for combination in itertools.product(*(u.derived for u in unions))
+    ]
+    if padded:
+        one = unions[0]
+        joins.append(union_padded.padded(select, one.joined.position, one.joined.alias, one.derived, one.types))
     tree: exp.Query = joins[0]
     for join in joins[1:]:
         tree = exp.union(tree, join, distinct=distinct is not None)
     assert isinstance(tree, exp.Union)  # a UNION ALL has two branches at least
     tree.set("with_", with_)
-    planner = functools.partial(_branch_plan, plan_model=plan_model, schema=schema, union=joined.union, reader=reader)
+    planner = functools.partial(
+        _branch_plan, plan_model=plan_model, schema=schema, union=joined[0].union, reader=reader
+    )
     plan = set_plan(tree, planner)
     assert plan.set_operation is not None
-    union = normalized_query(shape, branches)
-    padded = len(derived) if joined.padded else None
-    found = DistributedUnion(joined.alias, union, tuple(derived), tuple(compared), padded)
+    found = tuple(
+        DistributedUnion(
+            u.joined.alias,
+            normalized_query(u.shape, u.branches),
+            tuple(u.derived),
+            tuple(u.compared),
+            len(u.derived) if padded else None,
+        )
+        for u in unions
+    )
     return dataclasses.replace(plan, set_operation=dataclasses.replace(plan.set_operation, distributed=found))
+
+
+def _alias(joined: Joined) -> exp.TableAlias:
+    return exp.TableAlias(this=exp.to_identifier(joined.alias, quoted=True))
+
+
+def _distribute(
+    joined: Joined,
+    every: tuple[Joined, ...],
+    with_: exp.With | None,
+    schema: Schema,
+    plan_model: ModelPlanner,
+    reader: str,
+) -> _Distributed:
+    """The union `joined` (one of the unions `every` the query reads) analyzed branch by branch."""
+    shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
+    refuse_distinct_branches(branches, joined.union, OWN_MODEL)
+    names = [o.name for o in branches[0].plan.outputs]
+    compared = _compared(joined, every, names)
+    derived, types = _derived(branches, names, compared, joined.union, reader)
+    return _Distributed(joined, shape, branches, compared, derived, types)
 
 
 def _branch_plan(
@@ -170,22 +239,24 @@ def _branch_plan(
     return plan
 
 
-def _in_place(select: exp.Select, position: int, relation: exp.Expr) -> exp.Select:
-    """A copy of `select` that reads `relation` as its FROM or JOIN item `position`, without its
-    CTEs and DISTINCT (the set operation above holds them)."""
+def _in_place(select: exp.Select, relations: Mapping[int, exp.Expr]) -> exp.Select:
+    """A copy of `select` that reads `relations[k]` as its FROM (k = 0) or k-th JOIN item, without
+    its CTEs and DISTINCT (the set operation above holds them)."""
     copy = select.copy()
     copy.set("with_", None)
     copy.set("distinct", None)
-    (copy.args["from_"] if position == 0 else copy.args["joins"][position - 1]).set("this", relation)
+    for position, relation in relations.items():
+        (copy.args["from_"] if position == 0 else copy.args["joins"][position - 1]).set("this", relation)
     return copy
 
 
-def _compared(select: exp.Select, joined: Joined, names: list[str]) -> list[str]:
-    """The union's columns `select` reads other than as a plain output (`f.c` or `f.c AS x` in the
+def _compared(joined: Joined, every: tuple[Joined, ...], names: list[str]) -> list[str]:
+    """The union's columns the query reads other than as a plain output (`f.c` or `f.c AS x` in the
     SELECT list): in ON, USING, WHERE or an expression; an unqualified name of a union column counts
-    wherever it is read but there."""
+    wherever it is read but there. `every`: all the unions the query reads, whose own columns are
+    left out."""
     lowered = {n.lower(): n for n in names}
-    outer = _in_place(select, joined.position, exp.to_table("__ivm_union"))  # the union's own columns left out
+    outer = _in_place(joined.select, {j.position: exp.to_table(f"__ivm_union{k}") for k, j in enumerate(every)})
     found: set[str] = set()
     for column in outer.find_all(exp.Column):
         name, table = column.name.lower(), column.table.lower()
@@ -264,34 +335,40 @@ Describe = Callable[[exp.Select], Mapping[str, str]]  # a query's column types (
 
 
 def check_types(plan: ViewPlan, describe: Describe) -> None:
-    """A distributed join (`ir.DistributedUnion`) is the model's join where every branch has the
+    """A distributed join (`ir.DistributedUnion`) is the model's join where every branch has its
     union's type in each column the join compares or computes with (`compared`). Before a build,
-    Spark's types of the union and of each branch as the engine reads it, in one DESCRIBE QUERY
+    Spark's types of each union and of each branch as the engine reads it, in one DESCRIBE QUERY
     (planned, not run); a difference is refused, naming the column."""
-    found = plan.set_operation.distributed if plan.set_operation is not None else None
-    if found is None or not found.compared:
+    found = [d for d in (plan.set_operation.distributed if plan.set_operation is not None else ()) if d.compared]
+    if not found:
         return
-    parts = [found.union, *found.derived]
-    names = [exp.to_identifier(f"{HIDDEN_PREFIX}p{n}", quoted=True) for n in range(len(parts))]
+    parts = {(u, n): part for u, d in enumerate(found) for n, part in enumerate([d.union, *d.derived])}
+
+    def name(u: int, n: int) -> exp.Identifier:
+        return exp.to_identifier(f"{HIDDEN_PREFIX}p{u}_{n}", quoted=True)
+
+    def typed(u: int, n: int, k: int) -> str:
+        return f"{HIDDEN_PREFIX}t{u}_{n}_{k}"
+
     columns = [
-        exp.column(c, table=names[n].copy(), quoted=True).as_(
-            exp.to_identifier(f"{HIDDEN_PREFIX}t{n}_{k}", quoted=True)
-        )
-        for n in range(len(parts))
-        for k, c in enumerate(found.compared)
+        exp.column(c, table=name(u, n), quoted=True).as_(exp.to_identifier(typed(u, n, k), quoted=True))
+        for u, n in parts
+        for k, c in enumerate(found[u].compared)
     ]
-    query = exp.select(*columns).from_(parts[0].subquery(names[0]))
-    for part, name in zip(parts[1:], names[1:], strict=True):
-        query = query.join(part.subquery(name), join_type="cross")
+    (first, *others) = [part.subquery(name(u, n)) for (u, n), part in parts.items()]
+    query = exp.select(*columns).from_(first)
+    for other in others:
+        query = query.join(other, join_type="cross")
     types = describe(query)
-    for k, column in enumerate(found.compared):
-        union = types[f"{HIDDEN_PREFIX}t0_{k}"]
-        for n in range(1, len(parts)):
-            branch = types[f"{HIDDEN_PREFIX}t{n}_{k}"]
-            if branch != union:
-                raise UnsupportedView(
-                    f"column {column} of the UNION ALL {found.alias}, which the query compares, is {union} in the "
-                    f"union (Spark widens its branches to it) and {branch} in branch {n - 1}",
-                    f"cast {column} to {union} in every branch of the UNION ALL, or make the UNION ALL its own "
-                    "fast_mv model and select from it (fast_mv models can read each other)",
-                )
+    for u, union in enumerate(found):
+        for k, column in enumerate(union.compared):
+            wanted = types[typed(u, 0, k)]
+            for n in range(1, len(union.derived) + 1):
+                branch = types[typed(u, n, k)]
+                if branch != wanted:
+                    raise UnsupportedView(
+                        f"column {column} of the UNION ALL {union.alias}, which the query compares, is {wanted} in "
+                        f"the union (Spark widens its branches to it) and {branch} in branch {n - 1}",
+                        f"cast {column} to {wanted} in every branch of the UNION ALL, or make the UNION ALL its own "
+                        "fast_mv model and select from it (fast_mv models can read each other)",
+                    )

@@ -1,4 +1,4 @@
-"""An aggregate over a UNION ALL subquery (or CTE): the UNION ALL as a derived leaf
+"""An aggregate or a window over a UNION ALL subquery (or CTE): the UNION ALL as a derived leaf
 (`ir.UnionLeaf`).
 
 `select feed, d, count(*), max(amt) from (select 'a' as feed, d, amt from db.a union all select
@@ -7,7 +7,9 @@ source, inner or outer joins, as a set operation's branch, `analyze.setops`), an
 a model over one table, a placeholder (`ir.UNION_PLACEHOLDER`) with the union's columns. The plan
 is the aggregate's, its sources the branches' (numbered as a set operation numbers them), and
 `classes.union_leaf` reads the leaf in the placeholder's place: its rows at the pinned versions
-for a build or a recompute, the UNION ALL of its branches' change terms for a refresh.
+for a build or a recompute, the UNION ALL of its branches' change terms for a refresh. A window
+view's windows read the leaf the same way, also from the derived table a keep-the-latest reads
+(`SELECT * FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn FROM (<UNION ALL>) u) d WHERE rn = 1`).
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from dbt_ivm.ir import UNION_PLACEHOLDER, Branch, UnionLeaf, ViewClass, ViewPlan
 
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
 PLACEHOLDER_DB = "__ivm_leaf"
+LEAF_CLASSES = (ViewClass.AGGREGATE, ViewClass.WINDOW)  # the classes that read a union as a leaf
 
 
 class Found(NamedTuple):
-    """A UNION ALL the query `select` reads as its one FROM item: its body, its alias, and its CTE (if one)."""
+    """A UNION ALL the query `select` reads as its one FROM item (or, `item`, that the windows'
+    derived table it reads as its one FROM item reads as its own): its body, its alias, and its
+    CTE (if one)."""
 
     select: exp.Select
     union: exp.Union
     alias: str
     cte: exp.CTE | None
+    item: exp.Expr | None = None  # the FROM item of the windows' derived table that reads the union
 
 
 def unwrapped(node: exp.Expr) -> exp.Expr:
@@ -77,14 +83,61 @@ def reads_of(select: exp.Select, cte: exp.CTE) -> int:
 
 
 def find(select: exp.Expr) -> Found | None:
-    """The UNION ALL subquery, or CTE read once, that `select` reads as its only FROM item; None
-    for anything else (a set operation elsewhere is refused by `analyze.refusals`)."""
-    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("from_") is None:
+    """The UNION ALL subquery, or CTE read once, that `select` reads as its only FROM item; or the
+    one that the derived table `select` reads so (a subquery, or a CTE read once) reads as its
+    only FROM item, where that derived table computes windows (`SELECT * FROM (SELECT …,
+    ROW_NUMBER() OVER (…) AS rn FROM (<UNION ALL>) u) d WHERE rn = 1`). None for anything else (a
+    set operation elsewhere is refused by `analyze.refusals`)."""
+    if not _reads_one(select):
         return None
-    read = union_read(select, select.args["from_"].this)
-    if read is None or (read[2] is not None and reads_of(select, read[2]) != 1):
+    assert isinstance(select, exp.Select)
+    item = select.args["from_"].this
+    read = union_read(select, item)
+    if read is None:
+        body = _derived_body(select, item)
+        if body is None or not _reads_one(body) or body.find(exp.Window) is None:
+            return None
+        item = body.args["from_"].this
+        read = union_read(select, item)  # a CTE is the model's
+        if read is None:
+            return None
+    if read[2] is not None and reads_of(select, read[2]) != 1:
         return None
-    return Found(select, *read)
+    return Found(select, *read, item=None if item is select.args["from_"].this else item)
+
+
+def _reads_one(select: exp.Expr) -> bool:
+    return isinstance(select, exp.Select) and not select.args.get("joins") and select.args.get("from_") is not None
+
+
+def _derived_body(select: exp.Select, item: exp.Expr) -> exp.Expr | None:
+    """The query the FROM item `item` of `select` reads: a subquery's, or a CTE's read once."""
+    if isinstance(item, exp.Subquery) and item.alias:
+        return unwrapped(item.this)
+    if isinstance(item, exp.Table) and not item.db:
+        with_ = select.args.get("with_")
+        name = item.name.lower()
+        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        if cte is not None and reads_of(select, cte) == 1:
+            return unwrapped(cte.this)
+    return None
+
+
+def _path(node: exp.Expr, root: exp.Expr) -> list[tuple[str, int | None]]:
+    """The args (key, index in a list) from `root` down to `node`."""
+    path = []
+    while node is not root:
+        assert node.parent is not None and node.arg_key is not None, "not under the root"
+        path.append((node.arg_key, node.index))
+        node = node.parent
+    return path[::-1]
+
+
+def _at(root: exp.Expr, path: list[tuple[str, int | None]]) -> exp.Expr:
+    node = root
+    for key, index in path:
+        node = node.args[key] if index is None else node.args[key][index]
+    return node
 
 
 def refuse_distinct_branches(branches: list[Branch], union: exp.Union, hint: str) -> None:
@@ -96,10 +149,11 @@ def refuse_distinct_branches(branches: list[Branch], union: exp.Union, hint: str
             )
 
 
-def without_cte(with_: exp.With | None, cte: exp.CTE | None) -> exp.With | None:
+def without_cte(with_: exp.With | None, *ctes: exp.CTE | None) -> exp.With | None:
+    """A copy of `with_` without `ctes`."""
     if with_ is None:
         return None
-    kept = [c.copy() for c in with_.expressions if c is not cte]
+    kept = [c.copy() for c in with_.expressions if not any(c is cte for cte in ctes)]
     return exp.With(expressions=kept) if kept else None
 
 
@@ -158,28 +212,39 @@ def named_as_first(union: exp.Union) -> exp.Union:
 
 
 def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
-    """The plan of an aggregate over the UNION ALL `found`: the aggregate's, with the leaf."""
+    """The plan of an aggregate or a window over the UNION ALL `found`: the aggregate's (window's),
+    with the leaf."""
     select = found.select
     with_ = without_cte(select.args.get("with_"), found.cte)
-    shape, branches = analyzed_branches(named_as_first(found.union), with_, lambda branch: plan_model(branch, schema))
+    windows_cte = found.item.find_ancestor(exp.CTE) if found.item is not None else None  # reads the union
+    read = without_cte(select.args.get("with_"), found.cte, windows_cte)  # what a branch may read
+    shape, branches = analyzed_branches(named_as_first(found.union), read, lambda branch: plan_model(branch, schema))
     refuse_distinct_branches(branches, found.union, SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"))
     names = tuple(o.name for o in branches[0].plan.outputs)
     table, key = _placeholder(schema, found.alias)
     outer = select.copy()
-    outer.set("with_", with_)
-    outer.args["from_"].set("this", table)
+    if found.item is None:
+        outer.args["from_"].set("this", table)
+        outer.set("with_", with_)
+    else:  # the windows' derived table (a subquery, or a CTE of the copy) reads the leaf
+        _at(outer, _path(found.item, select)).replace(table)
+        cte = _at(outer, _path(found.cte, select)) if found.cte is not None else None
+        assert cte is None or isinstance(cte, exp.CTE)
+        outer.set("with_", without_cte(outer.args.get("with_"), cte))
     plan = plan_model(outer, {**schema, key: dict(zip(names, _types(branches, schema), strict=True))})
-    if plan.view_class is not ViewClass.AGGREGATE:
+    if plan.view_class not in LEAF_CLASSES:
         raise refuse(
-            f"a query over a UNION ALL subquery that is not an aggregate ({plan.view_class.value})",
+            f"a query over a UNION ALL subquery that is not an aggregate or a window ({plan.view_class.value})",
             found.union,
             SEPARATE_MODEL.format("UNION ALL", "")
-            + "; an aggregate (GROUP BY or aggregates), or a SELECT with no window or subquery, over one UNION ALL "
-            "subquery is maintained",
+            + "; an aggregate (GROUP BY or aggregates), a window, or a SELECT with no window or subquery, over one "
+            "UNION ALL subquery is maintained",
         )
     sources = tuple(dataclasses.replace(s, index=b.offset + s.index) for b in branches for s in b.plan.sources)
     query = normalized_query(shape, branches)
     verbatim.check_round_trip(query)
-    view_class = ViewClass.AGGREGATE if len(sources) == 1 else ViewClass.AGGREGATE_JOIN
+    view_class = plan.view_class
+    if view_class is ViewClass.AGGREGATE and len(sources) > 1:
+        view_class = ViewClass.AGGREGATE_JOIN
     leaf = UnionLeaf(plan.sources[0].alias, names, query, tuple(branches))
     return dataclasses.replace(plan, view_class=view_class, sources=sources, union=leaf)

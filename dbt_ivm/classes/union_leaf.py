@@ -1,5 +1,5 @@
 """A UNION ALL leaf at refresh time (`ir.UnionLeaf`, `analyze.union_leaf`): what an aggregate's
-query reads in the placeholder's place.
+query, or a window view's windows, read in the placeholder's place.
 
 - At pinned versions (a build, a recompute): `leaf_relations`, the UNION ALL of the branches, each
   over its sources `VERSION AS OF` their pinned versions; the UNION ALL widens the branches' types

@@ -1,5 +1,6 @@
 """Window views, maintained by partition: ROW_NUMBER, RANK, LAG/LEAD, FIRST_VALUE, aggregates
-OVER frames … over one source or joins (see `analyze.windows`).
+OVER frames … over one source, joins, or a UNION ALL leaf (see `analyze.windows`,
+`analyze.union_leaf`).
 
 Stored row: the columns of the SELECT that computes the windows (`Windows.select`), the value of
 each PARTITION BY expression its windows share (`__ivm_p_<i>`) and a multiplicity
@@ -9,10 +10,12 @@ every version). `ref()` repeats each row `count` times and applies the model's q
 A window's value depends on its whole partition, so a refresh recomputes whole partitions: those
 the change touches, the partition keys of the rows the change adds to or removes from the
 windows' FROM and WHERE (the telescoping change terms of `changes.delta_terms`, netted per row:
-a row whose copies cancel touches nothing). Each is recomputed from the sources at the pinned
-versions, its stored rows are subtracted, and one MERGE applies the difference: rows that did
-not change are not rewritten (`by_key`, shared with semi-join views). A view whose windows share
-no PARTITION BY expression is one partition: every change recomputes all of it.
+a row whose copies cancel touches nothing; over a UNION ALL leaf, the keys of the leaf's change
+rows, `classes.union_leaf`, each source's feed netted already). Each is recomputed from the
+sources at the pinned versions, its stored rows are subtracted, and one MERGE applies the
+difference: rows that did not change are not rewritten (`by_key`, shared with semi-join views).
+A view whose windows share no PARTITION BY expression is one partition: every change recomputes
+all of it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from sqlglot import exp
 
 from dbt_ivm.classes import by_key
 from dbt_ivm.classes.joins import narrowing, repeated_rows
-from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute
+from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
+from dbt_ivm.classes.union_leaf import leaf_relations, leaf_terms
 from dbt_ivm.ir import COUNT_COLUMN, HIDDEN_PREFIX, Source, TableName, ViewPlan, Windows, partition_column
 from dbt_ivm.render import cache_as, col, empty_commit, ident, sql, temp_table
 
@@ -66,7 +70,10 @@ def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = Non
     """The window SELECT's rows at `versions`, with their partition keys, those the outer WHERE
     keeps (`stored_filter`); `touched`: only the partitions whose keys that table holds (a
     partition's windows read only its own rows)."""
-    rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
+    if plan.union is not None:  # the leaf's branches at the versions, in the placeholder's place
+        rels = leaf_relations(plan, versions)
+    else:
+        rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
     select = _with_keys(substitute(_windows(plan).select, rels), plan)
     if touched is not None and _keys(plan):
         select.append("joins", by_key.semi_join(touched, _windows(plan).partition_by, _keys(plan)))
@@ -99,11 +106,19 @@ def touched_select(
     `narrow`: see `joins.narrowing`. None when no source moved."""
     windows = _windows(plan)
     values = [p.copy().as_(ident(k)) for p, k in zip(windows.partition_by, _keys(plan), strict=True)]
-    row = by_key.row_columns(plan.sources, _rid)
     query = windows.select.copy()
-    query.set("expressions", [*values, *row])
-    names = [v.alias for v in values] + [r.alias for r in row]
-    net = by_key.net_rows(plan, query, names, old, new, staged, narrow)
+    net: exp.Select | None
+    if plan.union is not None:  # the leaf's change rows, already netted per source (`changes.change_select`)
+        query.set("expressions", values)
+        terms = leaf_terms(plan, query, old, new, staged)
+        change = union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}lc")) if terms else None
+        found: list[exp.Expr] = [col(v.alias) for v in values] or [exp.true()]
+        net = exp.select(*found).from_(change) if change else None
+    else:
+        row = by_key.row_columns(plan.sources, _rid)
+        query.set("expressions", [*values, *row])
+        names = [v.alias for v in values] + [r.alias for r in row]
+        net = by_key.net_rows(plan, query, names, old, new, staged, narrow)
     if net is None:
         return None
     keys: list[exp.Expr] = [col(k) for k in _keys(plan)] or [exp.true().as_(ident(f"{HIDDEN_PREFIX}all"))]
@@ -156,7 +171,8 @@ class WindowRules:
     def apply(self, refresh: Refresh) -> Write:
         """Cache the touched partitions' keys, then the difference of their rows, then one MERGE."""
         plan = refresh.plan
-        touched = touched_select(plan, refresh.old, refresh.new, refresh.staged, narrowing(refresh))
+        narrow = narrowing(refresh) if plan.union is None else None
+        touched = touched_select(plan, refresh.old, refresh.new, refresh.staged, narrow)
         assert touched is not None
         parts = refresh.temp("parts")
         refresh.run(cache_as(parts, touched))

@@ -1567,12 +1567,6 @@ REFUSED: list[Refused] = [
         "select id from eq_shop.orders except select max(id) as id from eq_shop.customers",
         "an aggregate branch of a set operation",
     ),
-    no(
-        "window_over_union_in_cte",
-        "with u as (select id from eq_shop.orders union all select id from eq_shop.customers) "
-        "select id, row_number() over (order by id) as rn from u",
-        "a query over a UNION ALL subquery that is not an aggregate (window)",
-    ),
     no("recursive_cte", "with recursive r as (select 1 as n) select n from r", "WITH RECURSIVE"),
     # --- subqueries in expressions (EXISTS and IN tests in the WHERE are semi-join views) --------
     no(

@@ -28,7 +28,7 @@ FEEDS = "select id, amt, dim_id from db.fa union all select id, amt, dim_id from
 def _distributed(sql: str) -> ViewPlan:
     plan = analyze(sql, SCHEMA)
     assert plan.view_class is ViewClass.SET_OPERATION
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation is not None and plan.set_operation.distributed
     return plan
 
 
@@ -54,8 +54,8 @@ def test_an_inner_join_is_the_union_all_of_the_join_over_each_branch():
     assert [o.name for o in plan.outputs] == ["id", "amt", "name"]
     assert setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark") == "`c0` + `c1`"
     # the join compares dim_id and filters on id; amt is only an output, which the set operation casts
-    assert plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.compared == ("id", "dim_id")
+    assert plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].compared == ("id", "dim_id")
     assert rules_for(plan) is setops.RULES
 
 
@@ -90,17 +90,17 @@ def test_a_null_the_join_compares_is_cast_to_the_other_branches_type_and_later_b
         "select f.id, c.name from (select * from db.fa union all select id, amt, dim_id from db.fb where code = 'x' "
         "union all select id, null as amount, null as key from db.fb) f join db.c c on f.dim_id = c.cid"
     )
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    derived = [d.sql(dialect=DIALECT) for d in plan.set_operation.distributed.derived]
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    derived = [d.sql(dialect=DIALECT) for d in plan.set_operation.distributed[0].derived]
     assert "CAST(NULL AS INT) AS `dim_id`" in derived[2] and "NULL AS `amt`" in derived[2]
     assert all("AS `dim_id`" in d for d in derived)
     plan = _distributed(
         "select f.id, c.name from (select id, dim_id + 1 as dim_id from db.fa union all select id, dim_id from db.fb "
         "union all select id, null from db.fb) f join db.c c on f.dim_id = c.cid"
     )
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation is not None and plan.set_operation.distributed
     # one known type beside a branch the analysis cannot type: the NULL is cast, the build checks the rest
-    assert "CAST(NULL AS INT)" in plan.set_operation.distributed.derived[2].sql(dialect=DIALECT)
+    assert "CAST(NULL AS INT)" in plan.set_operation.distributed[0].derived[2].sql(dialect=DIALECT)
 
 
 def test_explain_says_the_join_is_distributed():
@@ -124,12 +124,12 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
         "select f.id, c.name from (select id, dim_id + 1 as dim_id from db.fa union all "
         "select id, code from db.fb) f join db.c c on f.dim_id = c.cid"
     )
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.compared == ("dim_id",)
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].compared == ("dim_id",)
     describe, seen = _describe({})
     check_types(plan, describe)  # the same types: accepted
     assert len(seen) == 1 and seen[0].count("CROSS JOIN") == 2  # the union and both branches, one statement
-    describe, _ = _describe({"__ivm_t0_0": "string", "__ivm_t2_0": "string"})  # Spark: STRING beside INT
+    describe, _ = _describe({"__ivm_t0_0_0": "string", "__ivm_t0_2_0": "string"})  # Spark: STRING beside INT
     with pytest.raises(UnsupportedView) as e:
         check_types(plan, describe)
     assert "column dim_id of the UNION ALL f, which the query compares, is string in the union" in e.value.construct
@@ -139,6 +139,39 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
     assert seen == []  # the join reads no column of the union but as an output: nothing to compare
 
 
+def test_two_unions_joined_are_the_union_all_of_the_join_over_each_combination_of_their_branches():
+    sql = (
+        f"with g as (select id, dim_id from db.fa where id > 0 union all select id, dim_id from db.fb) "
+        f"select f.id, g.id as gid, c.name from ({FEEDS}) f join g on f.dim_id = g.dim_id "
+        "left join db.c c on g.dim_id = c.cid"
+    )
+    plan = _distributed(sql)
+    assert plan.set_operation is not None
+    assert [b.plan.view_class for b in plan.set_operation.branches] == [ViewClass.OUTER_JOIN] * 4
+    tables = [[s.table.key for s in b.plan.sources] for b in plan.set_operation.branches]
+    assert tables == [
+        ["db.fa", "db.fa", "db.c"],
+        ["db.fa", "db.fb", "db.c"],
+        ["db.fb", "db.fa", "db.c"],
+        ["db.fb", "db.fb", "db.c"],
+    ]
+    first = _branch_sql(plan)[0]
+    assert "`fa_2`.`id` > 0" in first and "`fa`.`dim_id` = `fa_2`.`dim_id`" in first  # one table twice, two names
+    assert [(d.alias, d.compared) for d in plan.set_operation.distributed] == [("f", ("dim_id",)), ("g", ("dim_id",))]
+    copies = setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark")
+    assert copies == "((`c0` + `c1`) + `c2`) + `c3`"
+    assert "distributed: one branch per combination of a branch of each (f's outermost)" in explain(sql, SCHEMA)
+    # the build checks both unions' compared columns in one DESCRIBE QUERY, naming the union that differs
+    describe, seen = _describe({"__ivm_t1_0_0": "bigint", "__ivm_t1_2_0": "bigint"})
+    with pytest.raises(UnsupportedView) as e:
+        check_types(plan, describe)
+    assert "column dim_id of the UNION ALL g" in e.value.construct and "int in branch 0" in e.value.construct
+    assert len(seen) == 1 and seen[0].count("CROSS JOIN") == 5
+    # SELECT DISTINCT over them: the UNION (distinct) of the four joins
+    plan = _distributed(f"select distinct f.id from ({FEEDS}) f join ({FEEDS}) g on f.id = g.id")
+    assert plan.set_operation is not None and len(plan.set_operation.branches) == 4
+
+
 @pytest.mark.parametrize(
     "sql,construct",
     [
@@ -146,8 +179,16 @@ def test_the_build_refuses_a_branch_whose_type_spark_widens_where_the_join_reads
             f"select c.name, f.id from ({FEEDS}) f join db.r r on f.id = r.rid right join db.c c on r.cid = c.cid",
             "null-supplied side of a RIGHT",
         ),
-        (f"select f.id, g.id as gid from ({FEEDS}) f join ({FEEDS}) g on f.id = g.id", "two UNION ALL subqueries"),
+        (
+            f"select f.id, g.id as gid from ({FEEDS}) f left join ({FEEDS}) g on f.id = g.id",
+            "two UNION ALL subqueries, one on the null-supplied side",
+        ),
         (f"with f as ({FEEDS}) select a.id from f a join f b on a.id = b.dim_id", "the UNION ALL CTE f read 2 times"),
+        (
+            f"select f.id from ({FEEDS} union all {FEEDS}) f join ({FEEDS} union all {FEEDS}) g on f.id = g.id "
+            f"join ({FEEDS}) h on g.id = h.id",
+            "whose branches combine 32 ways (more than 16",
+        ),
         (
             "select f.id, c.name from (select id, dim_id from db.fa union all select id, code from db.fb) f "
             "join db.c c on f.dim_id = c.cid",
@@ -188,7 +229,7 @@ def test_refused_by_name(sql, construct):
 # A SELECT with no join over a UNION ALL: the same distribution, σπ(B1 ⊎ B2) = σπ(B1) ⊎ σπ(B2).
 def test_a_select_with_no_join_over_the_union_is_the_union_all_of_the_select_over_each_branch():
     plan = _distributed(f"select id, dim_id * 2 as d2, amt from ({FEEDS}) u where dim_id > 3")
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
+    assert plan.set_operation is not None and plan.set_operation.distributed
     assert [b.plan.view_class for b in plan.set_operation.branches] == [ViewClass.SINGLE_SOURCE] * 2
     assert [(s.index, s.table.key) for s in plan.sources] == [(0, "db.fa"), (1, "db.fb")]
     first, second = _branch_sql(plan)
@@ -197,10 +238,10 @@ def test_a_select_with_no_join_over_the_union_is_the_union_all_of_the_select_ove
     assert [o.name for o in plan.outputs] == ["id", "d2", "amt"]
     # dim_id is filtered and computed: compared, the build checks it against Spark's types; id and
     # amt (decimal in one branch, int in the other) are plain outputs, which the set operation casts
-    assert plan.set_operation.distributed.compared == ("dim_id",)
+    assert plan.set_operation.distributed[0].compared == ("dim_id",)
     assert rules_for(plan) is setops.RULES
     assert setops.multiplicity(plan.set_operation.tree, lambda i: col(f"c{i}")).sql(dialect="spark") == "`c0` + `c1`"
-    describe, seen = _describe({"__ivm_t0_0": "bigint", "__ivm_t2_0": "bigint"})
+    describe, seen = _describe({"__ivm_t0_0_0": "bigint", "__ivm_t0_2_0": "bigint"})
     with pytest.raises(UnsupportedView) as e:
         check_types(plan, describe)
     assert "column dim_id of the UNION ALL u" in e.value.construct and "int in branch 0" in e.value.construct
@@ -220,8 +261,8 @@ def test_a_null_the_select_filters_on_is_cast_and_a_column_of_two_known_types_it
         "select id, dim_id + 1 as next from (select id, dim_id from db.fa union all select id, null from db.fb) u "
         "where dim_id > 0"
     )
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.compared == ("dim_id",)
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].compared == ("dim_id",)
     assert "CAST(NULL AS INT) + 1 AS `next`" in _branch_sql(plan)[1]
     with pytest.raises(UnsupportedView) as e:
         analyze(
@@ -231,8 +272,8 @@ def test_a_null_the_select_filters_on_is_cast_and_a_column_of_two_known_types_it
     assert "a UNION ALL column dim_id of types int and string read by the query" in e.value.construct
     # the same column as a plain output only: the set operation casts it, nothing to compare
     plan = _distributed("select id, dim_id from (select id, dim_id from db.fa union all select id, code from db.fb) u")
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.compared == ()
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].compared == ()
 
 
 def test_an_aggregate_or_select_distinct_over_the_union_stays_an_aggregate_over_its_leaf():
@@ -250,16 +291,12 @@ def test_an_aggregate_or_select_distinct_over_the_union_stays_an_aggregate_over_
     "sql,construct",
     [
         (
-            f"select id, row_number() over (order by id) as rn from ({FEEDS}) u",
-            "a query over a UNION ALL subquery that is not an aggregate (window)",
-        ),
-        (
             f"select id from ({FEEDS}) u where exists (select 1 from db.c c where c.cid = u.dim_id)",
-            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
+            "a query over a UNION ALL subquery that is not an aggregate or a window (semi-join)",
         ),
         (
             f"select id from ({FEEDS}) u where dim_id in (select cid from db.c)",
-            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
+            "a query over a UNION ALL subquery that is not an aggregate or a window (semi-join)",
         ),
         (f"with u as ({FEEDS}) select id from u where id in (select dim_id from u)", "UNION ALL in a subquery or CTE"),
         (f"with u as ({FEEDS}), v as (select id from u) select id from u", "the UNION ALL CTE u read 2 times"),
@@ -285,8 +322,8 @@ NULL_SIDE = (
 
 def test_the_union_on_the_null_supplied_side_is_the_inner_joins_and_one_padded_outer_join():
     plan = _distributed(NULL_SIDE)
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.padded == 2
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].padded == 2
     branches = plan.set_operation.branches
     assert [b.plan.view_class for b in branches] == [ViewClass.INNER_JOIN, ViewClass.INNER_JOIN, ViewClass.OUTER_JOIN]
     first, second, padded = _branch_sql(plan)
@@ -337,8 +374,8 @@ def test_a_full_join_with_the_union_is_each_branch_preserved_and_the_padded_rows
     """`D ⟗ (B1 ⊎ B2)`: each branch on the preserved side of a LEFT JOIN with D (its rows, matched
     or not), and D's rows that match no row of any branch, padded: either order of the FULL JOIN."""
     plan = _distributed(FULL)
-    assert plan.set_operation is not None and plan.set_operation.distributed is not None
-    assert plan.set_operation.distributed.padded == 2
+    assert plan.set_operation is not None and plan.set_operation.distributed
+    assert plan.set_operation.distributed[0].padded == 2
     assert [b.plan.view_class for b in plan.set_operation.branches] == [ViewClass.OUTER_JOIN] * 3
     first, second, padded = _branch_sql(plan)
     assert "FROM `db`.`fa` AS `fa` LEFT OUTER JOIN `db`.`c` AS `c` ON `fa`.`dim_id` = `c`.`cid` AND `fa`.`id` > 1" in (

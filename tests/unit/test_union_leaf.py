@@ -1,4 +1,4 @@
-"""An aggregate over a UNION ALL subquery (`analyze.union_leaf`, `classes.union_leaf`): what
+"""An aggregate or a window over a UNION ALL subquery (`analyze.union_leaf`, `classes.union_leaf`): what
 analysis accepts, the leaf's rows and change, and what it refuses, by name."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from sqlglot import exp
 
 from dbt_ivm import analyze
-from dbt_ivm.classes import aggregate, union_leaf
+from dbt_ivm.classes import aggregate, union_leaf, windows
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.explain import explain
 from dbt_ivm.ir import UNION_PLACEHOLDER, ViewClass
@@ -83,13 +83,50 @@ def test_explain_names_the_leaf_and_its_branches():
     assert "u = UNION ALL of:" in text and "branch 1:" in text
 
 
+def test_a_window_over_the_union_recomputes_the_partitions_of_the_leaf_s_change():
+    plan = analyze(
+        "select cust, amt, lead(amt) over (partition by cust order by amt) as nxt, row_number() over "
+        "(partition by cust order by amt) as rn from (select cust, amt from db.o union all select cid, 2.0 "
+        "from db.c where cid > 1) u",
+        OUTER_SCHEMA,
+    )
+    assert plan.view_class is ViewClass.WINDOW and plan.union is not None
+    assert [(s.index, s.table.key) for s in plan.sources] == [(0, "db.o"), (1, "db.c")]
+    assert UNION_PLACEHOLDER not in plan.normalized_sql
+    build = windows.build_select(plan, NEW).sql(dialect="spark")
+    assert "`db`.`o` VERSION AS OF 4" in build and "`db`.`c` VERSION AS OF 7" in build
+    assert UNION_PLACEHOLDER not in build
+    # only o moved: the partitions of o's change rows, through the leaf (typed by a read of the whole leaf)
+    touched = windows.touched_select(plan, OLD, {**OLD, "db.o": 4}, {0: "__ivm_chg_o"})
+    assert touched is not None
+    text = touched.sql(dialect="spark")
+    assert text.startswith("SELECT DISTINCT `__ivm_p_0` FROM") and "`__ivm_chg_o`" in text
+    assert UNION_PLACEHOLDER not in text and "WHERE FALSE" in text
+    assert windows.touched_select(plan, OLD, OLD, {}) is None  # nothing moved
+
+
+def test_keep_the_latest_over_the_union_in_a_subquery_or_ctes_stores_only_the_rows_it_keeps():
+    union = "select cust, amt from db.o union all select cid, 2.0 from db.c"
+    for sql in [
+        "select cust, amt from (select cust, amt, row_number() over (partition by cust order by amt desc) as rn "
+        f"from ({union}) u) d where rn = 1",
+        f"with u as ({union}), d as (select cust, amt, row_number() over (partition by cust order by amt desc) "
+        "as rn from u) select cust, amt from d where rn = 1",
+    ]:
+        plan = analyze(sql, OUTER_SCHEMA)
+        assert plan.view_class is ViewClass.WINDOW and plan.union is not None, sql
+        assert windows.stored_filter(plan) is not None, sql  # `rn = 1`: one row per key stored
+        assert UNION_PLACEHOLDER in plan.query.sql() and UNION_PLACEHOLDER not in plan.normalized_sql, sql
+        assert "UNION ALL" in plan.normalized_sql and plan.normalized_sql.endswith("WHERE `d`.`rn` = 1"), sql
+
+
 @pytest.mark.parametrize(
     "sql,construct",
     [
         (
             "select cust from (select cust from db.o union all select cid from db.c) u "
             "where exists (select 1 from db.r r where r.cid = u.cust)",
-            "a query over a UNION ALL subquery that is not an aggregate (semi-join)",
+            "a query over a UNION ALL subquery that is not an aggregate or a window (semi-join)",
         ),
         (
             "select cust, count(*) as n from (select cust from db.o union select cid from db.c) u group by cust",
@@ -114,11 +151,6 @@ def test_explain_names_the_leaf_and_its_branches():
             "select cust, count(*) as n from (select cust from db.o union all select cid from db.c) u(cust) "
             "group by cust",
             "set operation UNION ALL in a subquery or CTE",
-        ),
-        (
-            "select cust, row_number() over (partition by cust order by amt) as rn from (select cust, amt "
-            "from db.o union all select cid, 1.0 from db.c) u",
-            "a query over a UNION ALL subquery that is not an aggregate (window)",
         ),
         (
             "with u as (select cust from db.o union all select cid from db.c) select a.cust, count(*) as n "

@@ -1,7 +1,7 @@
 SELECT
-  `__ivm_p0`.`cust` AS `__ivm_t0_0`,
-  `__ivm_p1`.`cust` AS `__ivm_t1_0`,
-  `__ivm_p2`.`cust` AS `__ivm_t2_0`
+  `__ivm_p0_0`.`cust` AS `__ivm_t0_0_0`,
+  `__ivm_p0_1`.`cust` AS `__ivm_t0_1_0`,
+  `__ivm_p0_2`.`cust` AS `__ivm_t0_2_0`
 FROM (
   SELECT
     `o`.`cust` AS `cust`,
@@ -14,13 +14,13 @@ FROM (
   FROM `db`.`r` AS `r`
   WHERE
     NOT `r`.`label` IS NULL
-) AS `__ivm_p0`
+) AS `__ivm_p0_0`
 CROSS JOIN (
   SELECT
     `o`.`cust` AS `cust`,
     `o`.`amt` AS `amt`
   FROM `db`.`o` AS `o`
-) AS `__ivm_p1`
+) AS `__ivm_p0_1`
 CROSS JOIN (
   SELECT
     CAST(NULL AS INT) AS `cust`,
@@ -28,4 +28,4 @@ CROSS JOIN (
   FROM `db`.`r` AS `r`
   WHERE
     NOT `r`.`label` IS NULL
-) AS `__ivm_p2`
+) AS `__ivm_p0_2`

@@ -1282,12 +1282,14 @@ UNIONS = Family(
             "WHERE x > 0.3 UNION ALL SELECT j, z, j FROM {db}.lc) v ON u.k = v.k LEFT JOIN {db}.lc c ON v.g = c.z",
         ),
         # windows over a UNION ALL (`analyze.union_leaf`, `classes.windows`): an SCD-2 end value and a
-        # rank over two feeds by key (NULL keys, NaN), windows by a string with NULLs over a CTE
-        # with a WHERE over the union, and keep-the-latest (`rn = 1`) in a CTE over a CTE
+        # rank over two feeds by key (NULL keys, NaN) in a derived table without an alias, windows by
+        # a string with NULLs over a CTE with a WHERE over the union, and keep-the-latest (`rn = 1`)
+        # in a CTE over a CTE
         View(
             "u_window_scd2",
-            "SELECT k, g, x, lead(x) OVER (PARTITION BY k ORDER BY x, g) AS nx, row_number() OVER (PARTITION BY k "
-            "ORDER BY x DESC, g) AS rn FROM (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y FROM {db}.lb) u",
+            "SELECT * FROM (SELECT k, g, x, lead(x) OVER (PARTITION BY k ORDER BY x, g) AS nx, row_number() OVER "
+            "(PARTITION BY k ORDER BY x DESC, g) AS rn FROM (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y "
+            "FROM {db}.lb) u)",
         ),
         View(
             "u_window_cte",

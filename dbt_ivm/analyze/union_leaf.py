@@ -111,8 +111,9 @@ def _reads_one(select: exp.Expr) -> bool:
 
 
 def _derived_body(select: exp.Select, item: exp.Expr) -> exp.Expr | None:
-    """The query the FROM item `item` of `select` reads: a subquery's, or a CTE's read once."""
-    if isinstance(item, exp.Subquery) and item.alias:
+    """The query the FROM item `item` of `select` reads: a subquery's (Spark needs no alias), or a
+    CTE's read once."""
+    if isinstance(item, exp.Subquery):
         return unwrapped(item.this)
     if isinstance(item, exp.Table) and not item.db:
         with_ = select.args.get("with_")

@@ -33,15 +33,15 @@ LEAF_CLASSES = (ViewClass.AGGREGATE, ViewClass.WINDOW)  # the classes that read 
 
 
 class Found(NamedTuple):
-    """A UNION ALL the query `select` reads as its one FROM item (or, `item`, that the windows'
-    derived table it reads as its one FROM item reads as its own): its body, its alias, and its
-    CTE (if one)."""
+    """A UNION ALL the query `select` reads as its one FROM item (or that the windows' derived
+    table it reads as its one FROM item reads as its own): its body, its alias, its CTE (if one),
+    and the FROM item (`select`'s, or the derived table's) that reads it."""
 
     select: exp.Select
     union: exp.Union
     alias: str
     cte: exp.CTE | None
-    item: exp.Expr | None = None  # the FROM item of the windows' derived table that reads the union
+    item: exp.Expr
 
 
 def unwrapped(node: exp.Expr) -> exp.Expr:
@@ -63,9 +63,7 @@ def union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.
             return None
         body = unwrapped(item.this)
     elif isinstance(item, exp.Table) and not item.db:
-        with_ = select.args.get("with_")
-        name = item.name.lower()
-        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        cte = _cte_named(select, item)
         if cte is None or cte.args["alias"].columns:
             return None
         body = unwrapped(cte.this)
@@ -74,6 +72,13 @@ def union_read(select: exp.Select, item: exp.Expr) -> tuple[exp.Union, str, exp.
     if not isinstance(body, exp.Union) or not all_union_all(body):
         return None
     return body, item.alias_or_name, cte
+
+
+def _cte_named(select: exp.Select, table: exp.Table) -> exp.CTE | None:
+    """The CTE of `select` that the table reference `table` (no database) names, if one."""
+    with_ = select.args.get("with_")
+    name = table.name.lower()
+    return next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
 
 
 def reads_of(select: exp.Select, cte: exp.CTE) -> int:
@@ -103,7 +108,7 @@ def find(select: exp.Expr) -> Found | None:
             return None
     if read[2] is not None and reads_of(select, read[2]) != 1:
         return None
-    return Found(select, *read, item=None if item is select.args["from_"].this else item)
+    return Found(select, *read, item)
 
 
 def _reads_one(select: exp.Expr) -> bool:
@@ -116,9 +121,7 @@ def _derived_body(select: exp.Select, item: exp.Expr) -> exp.Expr | None:
     if isinstance(item, exp.Subquery):
         return unwrapped(item.this)
     if isinstance(item, exp.Table) and not item.db:
-        with_ = select.args.get("with_")
-        name = item.name.lower()
-        cte = next((c for c in (with_.expressions if with_ else []) if c.alias_or_name.lower() == name), None)
+        cte = _cte_named(select, item)
         if cte is not None and reads_of(select, cte) == 1:
             return unwrapped(cte.this)
     return None
@@ -216,22 +219,17 @@ def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPla
     """The plan of an aggregate or a window over the UNION ALL `found`: the aggregate's (window's),
     with the leaf."""
     select = found.select
-    with_ = without_cte(select.args.get("with_"), found.cte)
-    windows_cte = found.item.find_ancestor(exp.CTE) if found.item is not None else None  # reads the union
+    windows_cte = found.item.find_ancestor(exp.CTE)  # a CTE of windows that reads the union, if one
     read = without_cte(select.args.get("with_"), found.cte, windows_cte)  # what a branch may read
     shape, branches = analyzed_branches(named_as_first(found.union), read, lambda branch: plan_model(branch, schema))
     refuse_distinct_branches(branches, found.union, SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"))
     names = tuple(o.name for o in branches[0].plan.outputs)
     table, key = _placeholder(schema, found.alias)
-    outer = select.copy()
-    if found.item is None:
-        outer.args["from_"].set("this", table)
-        outer.set("with_", with_)
-    else:  # the windows' derived table (a subquery, or a CTE of the copy) reads the leaf
-        _at(outer, _path(found.item, select)).replace(table)
-        cte = _at(outer, _path(found.cte, select)) if found.cte is not None else None
-        assert cte is None or isinstance(cte, exp.CTE)
-        outer.set("with_", without_cte(outer.args.get("with_"), cte))
+    outer = select.copy()  # the placeholder in the union's place, the union's CTE dropped
+    _at(outer, _path(found.item, select)).replace(table)
+    cte = _at(outer, _path(found.cte, select)) if found.cte is not None else None
+    assert cte is None or isinstance(cte, exp.CTE)
+    outer.set("with_", without_cte(outer.args.get("with_"), cte))
     plan = plan_model(outer, {**schema, key: dict(zip(names, _types(branches, schema), strict=True))})
     if plan.view_class not in LEAF_CLASSES:
         raise refuse(

@@ -162,13 +162,18 @@ def key_ranges(
     inside the other occurrence's snapshot drops only rows that join no change row. Delta then
     skips the files whose statistics lie outside every piece: a change local in a key (new
     orders, recent lines, and a few old corrections) reads only the other sources' files that
-    hold its keys, not the whole source.
+    hold its keys, not the whole source. A change set without a value of the key (empty after
+    netting, as an update of a column the view does not read is, or NULL in every row) joins no
+    row: the filter is `column BETWEEN NULL AND NULL`, which holds for no row and which Spark's
+    optimizer folds to an empty read, so that term reads nothing of the other source.
     """
     narrow: dict[int, dict[str, list[exp.Expr]]] = {}
     for i in sorted(staged):
         columns = _key_columns(keys, i)
         for column, other, other_column, type_ in keys.get(i, ()):
             pieces = key_pieces(rows, f"{i}_{columns.index((column, type_))}", type_)
+            if pieces == []:
+                pieces = [(exp.null(), exp.null())]
             if pieces:
                 between = [exp.Between(this=col(other_column), low=lo.copy(), high=hi.copy()) for lo, hi in pieces]
                 narrow.setdefault(i, {}).setdefault(other, []).append(

@@ -110,7 +110,10 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
         joins.delta_select(analyze(JOIN, SCHEMA), OLD, {"db.o": 4, "db.c": 5}, {0: "chg0"}, narrow=narrow)
     )
     assert "FROM `db`.`c` VERSION AS OF 5 WHERE `cid` BETWEEN 3 AND 9)" in delta
-    assert joins.key_ranges({0: "chg0"}, keys, [{"p": 0, "lo_0_0": None, "hi_0_0": None}]) == {}  # no key: no bound
+    # no value of the key (the change set empty after netting, or NULL in every row): no row joins
+    for rows in ([], [{"p": None, "lo_0_0": None, "hi_0_0": None}]):
+        narrow = joins.key_ranges({0: "chg0"}, keys, rows)
+        assert [render.sql(e) for e in narrow[0]["c"]] == ["`cid` BETWEEN NULL AND NULL"]
 
 
 def test_a_change_in_far_apart_places_narrows_to_each_place():

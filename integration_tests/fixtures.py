@@ -326,6 +326,12 @@ TPCDI_MODELS = {
         "price, row_number() over (partition by trade_id order by loaded_at desc, feed) as rn "
         f"from {TPCDI_TRADES}) s where rn = 1"
     ),
+    # each trade's loads, once per trade and customer: DISTINCT over windows by the trade (TPC-DI's trades)
+    "trade_loads": (
+        "select distinct trade_id, customer_id, min(loaded_at) over (partition by trade_id) as first_load, "
+        "max(loaded_at) over (partition by trade_id) as last_load, count(*) over (partition by trade_id) as loads "
+        "from {{ ref('trades_all') }}"
+    ),
     # each trade with the customer's version at the trade's time (point-in-time, BETWEEN)
     "fact_trade": (
         "select t.trade_id, t.trade_ts, t.qty, t.price, t.qty * t.price as amount, d.customer_id, d.tier, d.city, "

@@ -878,7 +878,8 @@ CHAINS = Family(
 
 # Window views (`classes.windows`): every window function, NULL partition keys (k), rows moving
 # between partitions (an update of k), partitions emptied by deletes, ties under RANK, ROWS and
-# RANGE frames, windows over joins, the SCD-2 patterns, and a view that is one partition. Where a
+# RANGE frames, windows over joins, the SCD-2 patterns, a view that is one partition, and SELECT
+# DISTINCT over windows (by a partition key it selects, and one partition). Where a
 # function's value depends on the order among ties, the ORDER BY is total (ts, id: ids are unique).
 WT = Table("w", (("id", "int"), ("k", "int"), ("ts", "int"), ("v", "string"), ("x", "double")), key="id")
 WL = Table("l", (("k", "int"), ("name", "string")))
@@ -960,6 +961,12 @@ WINDOWS = Family(
             "SELECT w.id, l.name, row_number() OVER (PARTITION BY l.name ORDER BY w.id) AS rn FROM {db}.w w "
             "LEFT JOIN {db}.l l ON w.k = l.k",
         ),
+        View(  # TPC-DI's trades: DISTINCT over windows by a key it selects; small v domain: duplicates
+            "w_distinct",
+            "SELECT DISTINCT k, v, min(ts) OVER (PARTITION BY k) AS created, max(ts) OVER (PARTITION BY k) AS closed "
+            "FROM {db}.w",
+        ),
+        View("w_distinct_one", "SELECT DISTINCT v, max(x) OVER () AS top FROM {db}.w WHERE k IS NOT NULL"),
     ),
     odds=(("w", 0.85), ("l", 0.35)),  # most views read w alone: change it most rounds
 )

@@ -77,11 +77,13 @@ def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
                 at or select.args[arg],
                 SPLIT_HINT,
             )
-    if select.args.get("distinct") is not None:
+    distinct = select.args.get("distinct")
+    if distinct is not None and (distinct.args.get("on") or not _distinct_within_partitions(select)):
         raise refuse(
-            "window functions together with DISTINCT (DISTINCT over the windows' rows)",
-            at or select.args["distinct"],
-            DISTINCT_SPLIT,
+            "window functions together with DISTINCT over rows of several partitions (a PARTITION BY "
+            "expression the windows share is not in the SELECT list)",
+            at or distinct,
+            f"put every PARTITION BY expression in the SELECT list, or {DISTINCT_SPLIT}",
         )
     for e in select.expressions:
         for call in aggregates_outside_windows(e):
@@ -111,6 +113,15 @@ def _check_outer(outer: exp.Select) -> None:
                 outer,
                 "compute it inside the derived table, or use materialized='table'",
             )
+
+
+def _distinct_within_partitions(select: exp.Select) -> bool:
+    """SELECT DISTINCT with windows is exact by partition when each PARTITION BY expression the
+    windows share is in the SELECT list: two equal rows are then in one partition, which a refresh
+    recomputes whole, DISTINCT included, so no stored row stands for rows of two partitions (with
+    none shared the view is one partition)."""
+    outputs = {e.unalias().sql(dialect=DIALECT) for e in select.expressions}
+    return all(p.sql(dialect=DIALECT) in outputs for p in _common_partition(select))
 
 
 def _common_partition(select: exp.Select) -> tuple[exp.Expr, ...]:

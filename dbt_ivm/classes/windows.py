@@ -6,6 +6,8 @@ Stored row: the columns of the SELECT that computes the windows (`Windows.select
 each PARTITION BY expression its windows share (`__ivm_p_<i>`) and a multiplicity
 (`__ivm_count`); only the rows the outer WHERE keeps (`… WHERE rn = 1`: one row per key, not
 every version). `ref()` repeats each row `count` times and applies the model's query over them.
+A SELECT DISTINCT window SELECT stays DISTINCT in the build and the recompute (each row counted
+once): the analysis accepts it only where equal rows share a partition.
 
 A window's value depends on its whole partition, so a refresh recomputes whole partitions: those
 the change touches, the partition keys of the rows the change adds to or removes from the
@@ -107,6 +109,7 @@ def touched_select(
     windows = _windows(plan)
     values = [p.copy().as_(ident(k)) for p, k in zip(windows.partition_by, _keys(plan), strict=True)]
     query = windows.select.copy()
+    query.set("distinct", None)  # the change rows, each with its multiplicity, not the view's rows
     net: exp.Select | None
     if plan.union is not None:  # the leaf's change rows, already netted per source (`changes.change_select`)
         query.set("expressions", values)

@@ -1804,8 +1804,8 @@ REFUSED: list[Refused] = [
     ),
     no(
         "distinct_over_windows",
-        "select distinct status, min(amount) over (partition by status) as m from eq_shop.orders",
-        "DISTINCT over the windows' rows",
+        "select distinct amount, min(amount) over (partition by status) as m from eq_shop.orders",
+        "DISTINCT over rows of several partitions",
     ),
     # --- an aggregate or a window over an aggregate ----------------------------------------------------
     no(

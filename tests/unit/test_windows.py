@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbt_ivm import analyze
+from dbt_ivm import analyze, render
 from dbt_ivm.classes import rules_for, windows
 from dbt_ivm.errors import UnsupportedView
 from dbt_ivm.explain import explain
@@ -62,6 +62,14 @@ BY_KEY = "partition by key order by eff, id"
             ["`h`.`key`"],
             ["key", "eff", "end_eff", "cur"],
         ),
+        # DISTINCT over the windows' rows: equal rows share a partition (its key is in the SELECT list)
+        (
+            f"select distinct key, min(eff) over (partition by key) as first_eff, "
+            f"max(eff) over (partition by key) as last_eff {H}",
+            ["`h`.`key`"],
+            ["key", "first_eff", "last_eff"],
+        ),
+        ("select distinct key, rank() over (order by key) as r from db.h", [], ["key", "r"]),  # one partition
     ],
 )
 def test_accepted_window_views(sql, partition, columns):
@@ -83,7 +91,10 @@ def test_accepted_window_views(sql, partition, columns):
             "window functions together with GROUP BY (a window over an aggregate)",
         ),
         ("select id, sum(id) over (partition by key) as s, max(id) as m from db.h", "a window over an aggregate"),
-        ("select distinct key, rank() over (order by key) as r from db.h", "window functions together with DISTINCT"),
+        (
+            f"select distinct eff, min(eff) over (partition by key) as first_eff {H}",
+            "DISTINCT over rows of several partitions (a PARTITION BY expression the windows share is not in",
+        ),
         (f"select id, first_value(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, lag(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, rank() over w as r {H} window w as (partition by key order by eff)", "a named window"),
@@ -142,3 +153,18 @@ def test_a_partition_key_that_is_a_condition_is_compared_whole():
         )
         delta = windows.delta_select(plan, BACKING, {"db.o": 3}, "parts").sql(dialect=DIALECT)
         assert "IS NOT DISTINCT FROM (" in delta or ") IS NOT DISTINCT FROM" in delta, delta
+
+
+def test_distinct_windows_store_one_row_per_distinct_row_and_net_the_change_rows_undistinct():
+    """SELECT DISTINCT with windows whose PARTITION BY key is in the SELECT list: the build and a
+    recomputed partition apply DISTINCT (each stored row counted once), while the rows that find
+    the touched partitions keep their multiplicities, so a change row and its cancelling copy net."""
+    plan = analyze(
+        f"select distinct key, min(eff) over (partition by key) as first_eff, max(id) over (partition by key) as n {H}",
+        WINDOW_SCHEMA,
+    )
+    built = render.sql(windows.build_select(plan, {"db.h": 3}))
+    assert "FROM (SELECT DISTINCT `h`.`key` AS `key`, MIN(`h`.`eff`) OVER (PARTITION BY `h`.`key`)" in built
+    touched = render.sql(windows.touched_select(plan, {"db.h": 3}, {"db.h": 5}, {0: "chg0"}))
+    assert touched.count("DISTINCT") == 1 and touched.startswith("SELECT DISTINCT `__ivm_p_0` FROM")
+    assert "HAVING SUM(`__ivm_d`) <> 0" in touched

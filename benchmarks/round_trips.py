@@ -133,34 +133,40 @@ def setup(db: Database, rows: int) -> None:
         db.execute(statement)
 
 
-def change(db: Database, rows: int, fraction: float) -> None:
+def change(db: Database, rows: int, fraction: float, cycle: int = 0) -> None:
+    """Cycle `cycle`'s changes: other rows updated and deleted, other ids inserted, than another's."""
     k, customers = max(1, int(rows * fraction / 3)), max(50, rows // 40)
-    where = f"pmod(xxhash64(id, 7), {rows})"
+    where = f"pmod(xxhash64(id, {7 + cycle}), {rows})"
+    first = rows + cycle * k
     for statement in (
         f"update {DB}.o set amt = amt + 1 where {where} < {k}",
         f"delete from {DB}.o where {where} between {k} and {2 * k - 1}",
-        f"insert into {DB}.o select id, pmod(xxhash64(id), {customers}), id * 1.5 from range({rows}, {rows} + {k})",
+        f"insert into {DB}.o select id, pmod(xxhash64(id), {customers}), id * 1.5 from range({first}, {first + k})",
         f"update {DB}.c set name = concat(name, 'x') where cid = 1",
     ):
         db.execute(statement)
 
 
-def run_size(db: Database, method: str, rows: int, fraction: float, views: list[str]) -> None:
+def run_size(db: Database, method: str, rows: int, fraction: float, views: list[str], cycles: int = 1) -> None:
+    """Build each view, run it with no change, then `cycles` times: change the sources, refresh
+    each view, rebuild each (a later cycle's JVM has run the same statements before: warm)."""
     setup(db, rows)
     for name in views:
         timed(db, name)
     unchanged = {name: timed(db, name) for name in views}
-    change(db, rows, fraction)
-    refreshed = {}
-    for name in views:
-        refreshed[name] = timed(db, name)
-        print(f"  {name} refresh, largest: {db.timings.largest()}", file=sys.stderr, flush=True)
-    for name in views:
-        rebuilt = timed(db, name, True)
-        cells = [f"{n}, {s:.1f} s" for n, s in (unchanged[name], refreshed[name], rebuilt)]
-        ratio = rebuilt[1] / refreshed[name][1]
-        load = os.getloadavg()[0]
-        print(f"| {name} | {method} | {rows:,} | {' | '.join(cells)} | {ratio:.1f}x | {load:.1f} |", flush=True)
+    for cycle in range(cycles):
+        change(db, rows, fraction, cycle)
+        refreshed = {}
+        for name in views:
+            refreshed[name] = timed(db, name)
+            print(f"  {name} refresh, largest: {db.timings.largest()}", file=sys.stderr, flush=True)
+        for name in views:
+            rebuilt = timed(db, name, True)
+            cells = [f"{n}, {s:.1f} s" for n, s in (unchanged[name], refreshed[name], rebuilt)]
+            ratio = rebuilt[1] / refreshed[name][1]
+            load = os.getloadavg()[0]
+            label = f"{name} ({cycle + 1})" if cycles > 1 else name
+            print(f"| {label} | {method} | {rows:,} | {' | '.join(cells)} | {ratio:.1f}x | {load:.1f} |", flush=True)
 
 
 def main() -> None:
@@ -170,13 +176,14 @@ def main() -> None:
     parser.add_argument("--fraction", type=float, default=0.001)
     parser.add_argument("--memory", default="4g", help="the embedded session's driver memory")
     parser.add_argument("--views", nargs="+", default=list(VIEWS), choices=list(VIEWS))
+    parser.add_argument("--cycles", type=int, default=1, help="changes, refreshes and rebuilds per size")
     args = parser.parse_args()
     db: Database = ThriftDatabase(args.port) if args.port else SessionDatabase(args.memory)
     method = "thrift" if args.port else "session"
     print("| view | method | rows | no change | mixed refresh | rebuild | rebuild / refresh | load |")
     print("|---|---|---|---|---|---|---|---|")
     for rows in args.rows:
-        run_size(db, method, rows, args.fraction, args.views)
+        run_size(db, method, rows, args.fraction, args.views, args.cycles)
     db.execute(f"drop database if exists {DB} cascade")
 
 

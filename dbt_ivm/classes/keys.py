@@ -171,9 +171,10 @@ def key_ranges(
     for i in sorted(staged):
         columns = _key_columns(keys, i)
         for column, other, other_column, type_ in keys.get(i, ()):
-            pieces = key_pieces(rows, f"{i}_{columns.index((column, type_))}", type_)
-            if pieces == []:
-                pieces = [(exp.null(), exp.null())]
+            prefix = f"{i}_{columns.index((column, type_))}"
+            pieces = key_pieces(rows, prefix, type_)
+            if pieces == [] and (not rows or any(Stat.LO.of(prefix) in r for r in rows)):
+                pieces = [(exp.null(), exp.null())]  # the key's column answered, without a value: no row joins
             if pieces:
                 between = [exp.Between(this=col(other_column), low=lo.copy(), high=hi.copy()) for lo, hi in pieces]
                 narrow.setdefault(i, {}).setdefault(other, []).append(

@@ -114,6 +114,8 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
     for rows in ([], [{"p": None, "lo_0_0": None, "hi_0_0": None}]):
         narrow = joins.key_ranges({0: "chg0"}, keys, rows)
         assert [render.sql(e) for e in narrow[0]["c"]] == ["`cid` BETWEEN NULL AND NULL"]
+    # rows that do not answer for the key at all (another key's only): nothing narrowed by it
+    assert joins.key_ranges({0: "chg0"}, keys, [{"p": 0, "lo_1_0": 5, "hi_1_0": 5}]) == {}
 
 
 def test_a_change_in_far_apart_places_narrows_to_each_place():

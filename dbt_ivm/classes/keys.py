@@ -128,8 +128,11 @@ def key_stats(staged: Mapping[int, str], keys: Mapping[int, Sequence[tuple[str, 
 
 def key_pieces(rows: Sequence[Mapping[str, Any]], prefix: str, type_: str) -> list[tuple[exp.Expr, exp.Expr]] | None:
     """The literal bounds of the change set's values of one key (`<prefix>` of `key_stats`' rows),
-    pieces next to each other joined into one; [] without a value, None where some bound has no
-    exact literal (`bound`): then nothing may be narrowed by it."""
+    pieces next to each other joined into one; [] without a value; None where some bound has no
+    exact literal (`bound`), or where rows came back without the key's columns: then nothing may
+    be narrowed by it. (No rows at all: every change set is empty.)"""
+    if rows and not any(Stat.LO.of(prefix) in r for r in rows):
+        return None
     found = sorted(
         (int(r["p"]), r[Stat.LO.of(prefix)], r[Stat.HI.of(prefix)])
         for r in rows
@@ -171,10 +174,9 @@ def key_ranges(
     for i in sorted(staged):
         columns = _key_columns(keys, i)
         for column, other, other_column, type_ in keys.get(i, ()):
-            prefix = f"{i}_{columns.index((column, type_))}"
-            pieces = key_pieces(rows, prefix, type_)
-            if pieces == [] and (not rows or any(Stat.LO.of(prefix) in r for r in rows)):
-                pieces = [(exp.null(), exp.null())]  # the key's column answered, without a value: no row joins
+            pieces = key_pieces(rows, f"{i}_{columns.index((column, type_))}", type_)
+            if pieces == []:
+                pieces = [(exp.null(), exp.null())]  # no value of the key: no row joins
             if pieces:
                 between = [exp.Between(this=col(other_column), low=lo.copy(), high=hi.copy()) for lo, hi in pieces]
                 narrow.setdefault(i, {}).setdefault(other, []).append(

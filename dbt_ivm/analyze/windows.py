@@ -78,7 +78,9 @@ def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
                 SPLIT_HINT,
             )
     distinct = select.args.get("distinct")
-    if distinct is not None and (distinct.args.get("on") or not _distinct_within_partitions(select)):
+    if distinct is not None and distinct.args.get("on"):
+        raise refuse("DISTINCT ON", distinct, "use GROUP BY")  # as `shape.aggregation` refuses it
+    if distinct is not None and not _distinct_within_partitions(select):
         raise refuse(
             "window functions together with DISTINCT over rows of several partitions (a PARTITION BY "
             "expression the windows share is not in the SELECT list)",

@@ -95,6 +95,7 @@ def test_accepted_window_views(sql, partition, columns):
             f"select distinct eff, min(eff) over (partition by key) as first_eff {H}",
             "DISTINCT over rows of several partitions (a PARTITION BY expression the windows share is not in",
         ),
+        (f"select distinct on (key) key, rank() over ({BY_KEY}) as r {H}", "DISTINCT ON"),
         (f"select id, first_value(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, lag(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, rank() over w as r {H} window w as (partition by key order by eff)", "a named window"),

@@ -370,12 +370,15 @@ class UnionLeaf:
     their one FROM item: a derived leaf. The model's query reads it as `UNION_PLACEHOLDER AS
     alias`; its rows at a version are its branches' rows at that version (`query`, the normalized
     UNION ALL, whose columns are `columns`), its change the UNION ALL of its branches' changes
-    (`classes.union_leaf`)."""
+    (`classes.union_leaf`). `distributed`: a leaf that is a join over each branch of the model's
+    UNION ALL (an aggregate or windows over that join, `analyze.union_leaf_join`), that union and
+    the columns the join compares, which a build checks (`union_join.check_types`)."""
 
     alias: str
     columns: tuple[str, ...]
     query: exp.Query
     branches: tuple[Branch, ...]
+    distributed: DistributedUnion | None = None
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,16 @@ TPCDI_MODELS = {
         "max(loaded_at) over (partition by trade_id) as last_load, count(*) over (partition by trade_id) as loads "
         "from {{ ref('trades_all') }}"
     ),
+    # a rolling window over a join with a UNION ALL of the raw feeds (TPC-DI's 52-week low over daily
+    # market feeds joined to dates): the join over each feed read as one leaf
+    "customer_activity": (
+        "select t.trade_id, t.feed, d.customer_id, d.tier, sum(t.qty) over (partition by t.customer_id "
+        "order by t.trade_ts, t.trade_id, t.feed, t.loaded_at rows between 2 preceding and current row) as recent_qty "
+        "from (select trade_id, customer_id, trade_ts, qty, loaded_at, 'batch' as feed "
+        "from {{ source('tpcdi', 'trades_raw') }} union all select trade_id, customer_id, trade_ts, qty, loaded_at, "
+        "'late' from {{ source('tpcdi', 'trades_late') }}) t join {{ ref('dim_customer') }} d "
+        "on t.customer_id = d.customer_id and d.is_current"
+    ),
     # each trade with the customer's version at the trade's time (point-in-time, BETWEEN)
     "fact_trade": (
         "select t.trade_id, t.trade_ts, t.qty, t.price, t.qty * t.price as amount, d.customer_id, d.tier, d.city, "

@@ -1309,6 +1309,20 @@ UNIONS = Family(
             "WITH u AS (SELECT k, g, x FROM {db}.la UNION ALL SELECT j, z, j FROM {db}.lc), d AS (SELECT k, g, x, "
             "row_number() OVER (PARTITION BY k ORDER BY x DESC, g) AS rn FROM u) SELECT k, g, x FROM d WHERE rn = 1",
         ),
+        # an aggregate and windows over a join with a UNION ALL (`analyze.union_leaf_join`): the join
+        # over each branch read as one leaf; a WHERE over both sides, and windows by the joined side's
+        # column, NULL where a LEFT JOIN's preserved union row matches nothing
+        _agg(
+            "u_join_agg",
+            f"SELECT c.z, u.feed, count(*) AS n, sum(u.x) AS s, max(u.k) AS hk, min(u.x) AS lo FROM ({_FEEDS}) u "
+            "JOIN {db}.lc c ON u.k = c.j WHERE u.x > 0.3 OR c.z IS NULL GROUP BY c.z, u.feed",
+        ),
+        View(
+            "u_join_window",
+            "SELECT u.k, u.g, c.z, lead(u.x) OVER (PARTITION BY c.z ORDER BY u.x, u.k, u.g) AS nx, count(*) OVER "
+            "(PARTITION BY c.z) AS n FROM (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y FROM {db}.lb) u "
+            "LEFT JOIN {db}.lc c ON u.k = c.j",
+        ),
         _agg(
             "u_expressions",
             "SELECT k % 2 AS parity, coalesce(g, '-') AS gg, sum(v) AS s, max(v) AS hi, count(*) AS n "

@@ -64,7 +64,7 @@ STRESS = {
     "subqueries": 40,  # x14 views: 560 checks
     "setops": 50,
     "calculated": 40,
-    "unions": 60,  # x9 views: 540 checks
+    "unions": 60,  # x21 views: 1260 checks
 }
 FAMILIES = [SINGLE, JOINS, KEYED, AGGREGATES, OUTER, COERCED, USING, MERGED, WINDOWS, CHAINS]
 FAMILIES += [SUBQUERIES, SETOPS, CALCULATED, UNIONS]

@@ -19,6 +19,8 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 - `subqueries`: a semi-join view's EXISTS and IN tests, their correlations and shared key.
 - `setops`: a top-level UNION, INTERSECT or EXCEPT, each branch analyzed as a model of its own;
 - `union_leaf`: an aggregate over a UNION ALL subquery, the UNION ALL read as one derived leaf;
+- `union_leaf_join`: an aggregate or a window over a join with a UNION ALL subquery, the join over
+  each branch read as one leaf;
 - `union_join`: a join over a UNION ALL subquery, or a plain SELECT over one, distributed over its
   branches (a set operation); `union_padded`: the rows of a LEFT JOIN that match no row of a
   UNION ALL on its null-supplied side, one outer-join branch.
@@ -27,12 +29,13 @@ from the functions this package exports, `parse` and `normalize`, which would sh
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 
 from sqlglot import exp
 
 from dbt_ivm import verbatim
-from dbt_ivm.analyze import setops, shape, subqueries, union_join, union_leaf, windows
+from dbt_ivm.analyze import setops, shape, subqueries, union_join, union_leaf, union_leaf_join, windows
 from dbt_ivm.analyze.calculated import merge_calculated
 from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
@@ -80,11 +83,18 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
 
 def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
     """The plan of a model that is not a set operation, without its top-level ORDER BY."""
-    # a join over a UNION ALL, or a SELECT row by row over one, first; any other query over one alone: a leaf
+    # a join over a UNION ALL, or a SELECT row by row over one, first (an aggregate or windows over the
+    # join: the join over each branch as a leaf); any other query over one alone: a leaf; windows over a
+    # join with one in the derived table a query reads: that join as a leaf
+    planner = functools.partial(_planned, declared=declared)
     if joined := union_join.find(raw):
-        return union_join.join_plan(joined, schema, lambda query, known: analyze(query, known, declared))
+        if union_leaf_join.aggregates_or_windows(joined[0].select):
+            return union_leaf_join.leaf_join_plan(joined, schema, planner)
+        return union_join.join_plan(joined, schema, planner)
     if (found := union_leaf.find(raw)) is not None:
-        return union_leaf.leaf_plan(found, schema, lambda query, known: analyze(query, known, declared))
+        return union_leaf.leaf_plan(found, schema, planner)
+    if (plan := union_leaf_join.derived_join_plan(raw, schema, planner)) is not None:
+        return plan
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]
@@ -103,6 +113,11 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     if outer is None and not windows.has_window(rows):
         return _plan(simplify_outer_joins(tree), schema, declared)
     return _window_plan(tree, rows, outer, schema, declared)
+
+
+def _planned(query: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
+    """A part of the model (a branch, the query over a leaf) analyzed as a model of its own."""
+    return analyze(query, schema, declared)
 
 
 def _window_plan(

@@ -213,8 +213,8 @@ def _distribute(
     shape, branches = analyzed_branches(named_as_first(joined.union), with_, lambda b: plan_model(b, schema))
     refuse_distinct_branches(branches, joined.union, OWN_MODEL)
     names = [o.name for o in branches[0].plan.outputs]
-    compared = _compared(joined, every, names)
-    derived, types = _derived(branches, names, compared, joined.union, reader)
+    compared = compared_columns(joined, every, names)
+    derived, types = derived_branches(branches, names, compared, joined.union, reader)
     return _Distributed(joined, shape, branches, compared, derived, types)
 
 
@@ -250,7 +250,7 @@ def _in_place(select: exp.Select, relations: Mapping[int, exp.Expr]) -> exp.Sele
     return copy
 
 
-def _compared(joined: Joined, every: tuple[Joined, ...], names: list[str]) -> list[str]:
+def compared_columns(joined: Joined, every: tuple[Joined, ...], names: list[str]) -> list[str]:
     """The union's columns the query reads other than as a plain output (`f.c` or `f.c AS x` in the
     SELECT list): in ON, USING, WHERE or an expression; an unqualified name of a union column counts
     wherever it is read but there. `every`: all the unions the query reads, whose own columns are
@@ -270,7 +270,7 @@ def _compared(joined: Joined, every: tuple[Joined, ...], names: list[str]) -> li
     return [n for n in names if n in found]
 
 
-def _derived(
+def derived_branches(
     branches: list[Branch], names: list[str], compared: list[str], union: exp.Union, reader: str
 ) -> tuple[list[exp.Select], dict[str, exp.DataType]]:
     """Each branch of the union as the distributed join reads it: its normalized SELECT under the
@@ -339,7 +339,10 @@ def check_types(plan: ViewPlan, describe: Describe) -> None:
     union's type in each column the join compares or computes with (`compared`). Before a build,
     Spark's types of each union and of each branch as the engine reads it, in one DESCRIBE QUERY
     (planned, not run); a difference is refused, naming the column."""
-    found = [d for d in (plan.set_operation.distributed if plan.set_operation is not None else ()) if d.compared]
+    every = (plan.set_operation.distributed if plan.set_operation is not None else ()) + (
+        (plan.union.distributed,) if plan.union is not None and plan.union.distributed is not None else ()
+    )
+    found = [d for d in every if d.compared]
     if not found:
         return
     parts = {(u, n): part for u, d in enumerate(found) for n, part in enumerate([d.union, *d.derived])}

@@ -93,14 +93,14 @@ def find(select: exp.Expr) -> Found | None:
     only FROM item, where that derived table computes windows (`SELECT * FROM (SELECT …,
     ROW_NUMBER() OVER (…) AS rn FROM (<UNION ALL>) u) d WHERE rn = 1`). None for anything else (a
     set operation elsewhere is refused by `analyze.refusals`)."""
-    if not _reads_one(select):
+    if not reads_one(select):
         return None
     assert isinstance(select, exp.Select)
     item = select.args["from_"].this
     read = union_read(select, item)
     if read is None:
-        body = _derived_body(select, item)
-        if body is None or not _reads_one(body) or body.find(exp.Window) is None:
+        body = derived_body(select, item)
+        if body is None or not reads_one(body) or body.find(exp.Window) is None:
             return None
         item = body.args["from_"].this
         read = union_read(select, item)  # a CTE is the model's
@@ -111,11 +111,11 @@ def find(select: exp.Expr) -> Found | None:
     return Found(select, *read, item)
 
 
-def _reads_one(select: exp.Expr) -> bool:
+def reads_one(select: exp.Expr) -> bool:
     return isinstance(select, exp.Select) and not select.args.get("joins") and select.args.get("from_") is not None
 
 
-def _derived_body(select: exp.Select, item: exp.Expr) -> exp.Expr | None:
+def derived_body(select: exp.Select, item: exp.Expr) -> exp.Expr | None:
     """The query the FROM item `item` of `select` reads: a subquery's (Spark needs no alias), or a
     CTE's read once."""
     if isinstance(item, exp.Subquery):
@@ -161,7 +161,7 @@ def without_cte(with_: exp.With | None, *ctes: exp.CTE | None) -> exp.With | Non
     return exp.With(expressions=kept) if kept else None
 
 
-def _placeholder(schema: Schema, alias: str) -> tuple[exp.Table, str]:
+def placeholder(schema: Schema, alias: str) -> tuple[exp.Table, str]:
     """The table the aggregate reads the leaf by, named as deep as the sources are, and its schema key."""
     depth = len(next(iter(schema)).split(".")) if schema else 2
     parts = [*[PLACEHOLDER_DB, PLACEHOLDER_DB][: depth - 1], UNION_PLACEHOLDER]
@@ -175,7 +175,7 @@ def _placeholder(schema: Schema, alias: str) -> tuple[exp.Table, str]:
     return table, ".".join(parts)
 
 
-def _types(branches: list[Branch], schema: Schema) -> list[str]:
+def leaf_types(branches: list[Branch], schema: Schema) -> list[str]:
     """The union's column types as sqlglot infers them from the branches (the first known; "string"
     where none is): the aggregate's analysis reads them (AVG's exact sum, checked against Spark's
     types at build, `aggregate_view.check_exact`)."""
@@ -224,13 +224,13 @@ def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPla
     shape, branches = analyzed_branches(named_as_first(found.union), read, lambda branch: plan_model(branch, schema))
     refuse_distinct_branches(branches, found.union, SEPARATE_MODEL.format("SELECT DISTINCT", " in the UNION ALL"))
     names = tuple(o.name for o in branches[0].plan.outputs)
-    table, key = _placeholder(schema, found.alias)
+    table, key = placeholder(schema, found.alias)
     outer = select.copy()  # the placeholder in the union's place, the union's CTE dropped
     _at(outer, _path(found.item, select)).replace(table)
     cte = _at(outer, _path(found.cte, select)) if found.cte is not None else None
     assert cte is None or isinstance(cte, exp.CTE)
     outer.set("with_", without_cte(outer.args.get("with_"), cte))
-    plan = plan_model(outer, {**schema, key: dict(zip(names, _types(branches, schema), strict=True))})
+    plan = plan_model(outer, {**schema, key: dict(zip(names, leaf_types(branches, schema), strict=True))})
     if plan.view_class not in LEAF_CLASSES:
         raise refuse(
             f"a query over a UNION ALL subquery that is not an aggregate or a window ({plan.view_class.value})",

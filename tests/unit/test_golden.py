@@ -37,6 +37,7 @@ from tests.unit.views import (
     SIGNED,
     UNION_AGG,
     UNION_JOIN,
+    UNION_JOIN_WINDOW,
     UNION_NULL_SIDE,
     UNION_SELECT,
     WINDOW_SCHEMA,
@@ -160,6 +161,16 @@ CASES |= {
         {0: "__ivm_chg_0", 1: "__ivm_chg_1"},
         {"cust": "int", "a2": "double"},
     ),
+    "build_union_join_window": lambda: windows.build_select(
+        analyze(UNION_JOIN_WINDOW, OUTER_SCHEMA), {**NEW, "db.r": 6}
+    ),
+    "touched_union_join_window": lambda: windows.touched_select(
+        analyze(UNION_JOIN_WINDOW, OUTER_SCHEMA),
+        {**OLD, "db.r": 2},
+        {**NEW, "db.r": 6},
+        {i: f"__ivm_chg_{i}" for i in range(4)},
+    ),
+    "types_union_join_window": lambda: _type_check(UNION_JOIN_WINDOW),
     "delta_union_null_side": lambda: setops.delta_select(
         analyze(UNION_NULL_SIDE, OUTER_SCHEMA),
         {**OLD, "db.r": 2},

@@ -195,15 +195,6 @@ def test_two_unions_joined_are_the_union_all_of_the_join_over_each_combination_o
             "a UNION ALL column dim_id of types int and string read by the join",
         ),
         (
-            f"select c.name, count(*) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid group by c.name",
-            "an aggregate over a join with a UNION ALL subquery",
-        ),
-        (
-            f"select f.id, row_number() over (partition by c.name order by f.id) as rn from ({FEEDS}) f "
-            "join db.c c on f.dim_id = c.cid",
-            "a window over a join with a UNION ALL subquery",
-        ),
-        (
             "select f.id, c.name from (select distinct id, dim_id from db.fa union all select id, dim_id from db.fb) f "
             "join db.c c on f.dim_id = c.cid",
             "SELECT DISTINCT in a branch of a UNION ALL subquery",

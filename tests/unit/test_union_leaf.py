@@ -136,11 +136,6 @@ def test_keep_the_latest_over_the_union_in_a_subquery_or_ctes_stores_only_the_ro
             "set operation UNION in a subquery or CTE",
         ),
         (
-            "select u.cust, count(*) as n from (select cust from db.o union all select cid from db.c) u "
-            "join db.c c on u.cust = c.cid group by u.cust",
-            "an aggregate over a join with a UNION ALL subquery",
-        ),
-        (
             "select cust, count(*) as n from (select distinct cust from db.o union all select cid from db.c) u "
             "group by cust",
             "SELECT DISTINCT in a branch of a UNION ALL subquery",

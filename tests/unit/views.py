@@ -66,6 +66,13 @@ UNION_SELECT = (
     "select u.cust, u.amt * 2 as a2 from (select cust, amt from db.o union all select cid, null from db.c "
     "where name is not null) u where u.amt > 1"
 )
+# A window over a join with a UNION ALL (`analyze.union_leaf_join`): the join over each branch as one
+# leaf, a rolling MIN over the union's rows by the joined dimension's key.
+UNION_JOIN_WINDOW = (
+    "select u.cust, u.amt, c.name, min(u.amt) over (partition by c.cid order by u.amt rows between 2 preceding "
+    "and current row) as lo from (select cust, amt from db.o union all select cid, 2.0 from db.r) u "
+    "join db.c c on u.cust = c.cid"
+)
 # The UNION ALL on the null-supplied side of a LEFT JOIN (`analyze.union_padded`): the inner join over
 # each branch and the padded rows of c that match no branch's row.
 UNION_NULL_SIDE = (

@@ -110,6 +110,11 @@ def test_a_join_over_a_union_all_whose_branch_types_spark_widens_is_refused_befo
         with pytest.raises(UnsupportedView, match="column k of the UNION ALL f, which the query compares, is string"):
             mv(spark_db, "bad", widened).materialize()
         assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
+        # the same join under an aggregate: the join over each branch is a leaf, checked the same way
+        grouped = widened.replace("select f.id, c.name", "select c.name, count(*) as n") + " group by c.name"
+        with pytest.raises(UnsupportedView, match="column k of the UNION ALL f, which the query compares, is string"):
+            mv(spark_db, "bad", grouped).materialize()
+        assert not table_exists(spark_db, TableName(DB, "bad__ivm"))
         agreed = (
             f"select f.id, f.k, c.name from (select id, dim + 0L as k from {DB}.a union all select id, dim "
             f"from {DB}.b union all select id, null from {DB}.b where code = '1') f left join {DB}.c c on f.k = c.cid"

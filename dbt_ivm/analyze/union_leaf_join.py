@@ -45,10 +45,13 @@ from dbt_ivm.ir import UNION_PLACEHOLDER, DistributedUnion, ViewPlan
 
 
 def aggregates_or_windows(select: exp.Select) -> bool:
-    """`select` groups, aggregates or computes windows over the rows of its FROM and JOIN items."""
+    """`select` groups, aggregates or computes windows over the rows of its FROM and JOIN items,
+    with no subquery outside them (a query the distributed join refuses by name)."""
+    outer = _without_rows(select)
+    if any(isinstance(n, exp.Query) for n in outer.walk() if n is not outer):
+        return False
     if select.args.get("group") or select.args.get("having"):
         return True
-    outer = _without_rows(select)
     return any(isinstance(n, exp.Window) or is_aggregate(n) for n in outer.walk())
 
 

@@ -97,6 +97,18 @@ def test_names_that_would_collide_are_told_apart():
     assert [o.name for o in plan.outputs] == ["id", "x_id", "n"]
 
 
+def test_a_lambda_a_filter_an_ordinal_group_and_having_read_the_leaf_s_names():
+    plan = analyze(
+        "select c.name, sum(aggregate(array(f.id, f.dim_id), 0, (acc, x) -> acc + x + c.cid)) as s, "
+        f"count(*) filter (where f.id > 0) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid "
+        "group by 1 having max(f.id) > 2",
+        SCHEMA,
+    )
+    sql = plan.normalized_sql
+    assert "(`acc`, `x`) -> `acc` + `x` + `f`.`c_cid`" in sql and "FILTER(WHERE `f`.`f_id` > 0)" in sql
+    assert sql.endswith("GROUP BY `f`.`c_name` HAVING MAX(`f`.`f_id`) > 2")
+
+
 @pytest.mark.parametrize(
     "sql,construct",
     [
@@ -112,6 +124,11 @@ def test_names_that_would_collide_are_told_apart():
             "select c.name, count(*) as n from (select id, dim_id from db.fa union all select id, code from db.fb) f "
             "join db.c c on f.dim_id = c.cid group by c.name",
             "a UNION ALL column dim_id of types int and string read by the join",
+        ),
+        (  # a subquery outside the join: the distributed join's own refusal
+            f"select c.name, count(*) as n, (select max(cid) from db.c) as m from ({FEEDS}) f join db.c c "
+            "on f.dim_id = c.cid group by c.name",
+            "scalar subquery",
         ),
         (
             f"select c.name, count(*) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid group by c.name limit 3",

@@ -96,9 +96,11 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     if (plan := union_leaf_join.derived_join_plan(raw, schema, planner)) is not None:
         return plan
     check_constructs(raw, frozenset(declared))
-    known = {schema_key(k) for k in schema}
+    known = {schema_key(k) for k, columns in schema.items() if columns}
     missing = [t for t in source_tables(raw) if t.key not in known]
     if missing:
+        if missing[0].key in {schema_key(k) for k in schema}:
+            raise UnsupportedView(f"source {missing[0]} has no columns", "give the source its columns before the build")
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     check_groups(raw)
     normalized = normalize(raw, schema)

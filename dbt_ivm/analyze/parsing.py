@@ -114,12 +114,15 @@ def schema_key(key: str) -> str:
 
 
 def nested_schema(schema: Schema) -> dict[str, Any]:
-    """{'db.t': cols} -> {'db': {'t': cols}} as sqlglot's MappingSchema wants it."""
+    """{'db.t': cols} -> {'db': {'t': cols}} as sqlglot's MappingSchema wants it; a table with no
+    columns left out (sqlglot refuses it; a model that reads it is refused by name)."""
     depths = {len(k.split(".")) for k in schema}
     if len(depths) > 1:
         raise UnsupportedView("sources named with and without a database", "qualify every source as db.table")
     nested: dict[str, Any] = {}
     for key, cols in schema.items():
+        if not cols:
+            continue
         parts = [p.strip("`").lower() for p in key.split(".")]
         node = nested
         for p in parts[:-1]:

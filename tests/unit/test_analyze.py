@@ -248,6 +248,20 @@ def test_schema_keys_are_case_and_quote_insensitive():
     assert plan.sources[0].columns == (("ID", "int"), ("Amount", "double"))
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select t.a from db.t t join db.u u on t.a = u.a",
+        "select a from db.t union all select a from db.u",
+        "select count(*) as n from (select a from db.t union all select a from db.u) x",
+    ],
+)
+def test_a_source_with_no_columns_is_refused_by_name_not_by_sqlglot_s_schema_error(sql):
+    with pytest.raises(UnsupportedView, match="source db.u has no columns|unresolvable SQL"):
+        analyze(sql, {"db.t": {"a": "int"}, "db.u": {}})
+    assert analyze("select a from db.t", {"db.t": {"a": "int"}, "db.u": {}}).outputs  # an unread one is no matter
+
+
 def test_mixed_schema_depths_are_refused():
     with pytest.raises(UnsupportedView, match="with and without a database"):
         analyze("select id from eq_shop.orders", {"eq_shop.orders": {"id": "int"}, "regions": {"id": "int"}})

@@ -71,6 +71,7 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     """
     declared = tuple(sorted({f.strip().lower() for f in functions if f.strip()}))
     raw = written_out(parse(model) if isinstance(model, str) else model)
+    _check_columns(raw, schema)
     if isinstance(raw, exp.SetOperation):
         return setops.set_plan(raw, lambda branch: analyze(branch, schema, declared))
     raw, order = split_order(raw)
@@ -79,6 +80,14 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
         return plan
     assert isinstance(raw, exp.Select)  # `split_order` takes an ORDER BY off a SELECT only
     return dataclasses.replace(plan, order=orderings(order, raw, plan.outputs))
+
+
+def _check_columns(raw: exp.Expr, schema: Schema) -> None:
+    """A source the model reads has columns (sqlglot cannot hold a table without)."""
+    empty = {schema_key(k) for k, columns in schema.items() if not columns}
+    for table in source_tables(raw) if empty else ():
+        if table.key in empty:
+            raise UnsupportedView(f"source {table} has no columns", "give the source its columns before the build")
 
 
 def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
@@ -96,11 +105,9 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     if (plan := union_leaf_join.derived_join_plan(raw, schema, planner)) is not None:
         return plan
     check_constructs(raw, frozenset(declared))
-    known = {schema_key(k) for k, columns in schema.items() if columns}
+    known = {schema_key(k) for k in schema}
     missing = [t for t in source_tables(raw) if t.key not in known]
     if missing:
-        if missing[0].key in {schema_key(k) for k in schema}:
-            raise UnsupportedView(f"source {missing[0]} has no columns", "give the source its columns before the build")
         raise UnsupportedView(f"no schema for source {missing[0]}", "the source must exist before the build")
     check_groups(raw)
     normalized = normalize(raw, schema)

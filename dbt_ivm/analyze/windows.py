@@ -122,8 +122,29 @@ def _distinct_within_partitions(select: exp.Select) -> bool:
     windows share is in the SELECT list: two equal rows are then in one partition, which a refresh
     recomputes whole, DISTINCT included, so no stored row stands for rows of two partitions (with
     none shared the view is one partition)."""
-    outputs = {e.unalias().sql(dialect=DIALECT) for e in select.expressions}
-    return all(p.sql(dialect=DIALECT) in outputs for p in _common_partition(select))
+    outputs = [e.unalias() for e in select.expressions]
+    texts = {e.sql(dialect=DIALECT) for e in outputs}
+    return all(p.sql(dialect=DIALECT) in texts or _column_selected(p, outputs) for p in _common_partition(select))
+
+
+def _column_selected(partition: exp.Expr, outputs: list[exp.Expr]) -> bool:
+    """The PARTITION BY column `partition` is selected, written another way: qualified on one side
+    only (`key` and `h.key`: the query resolves, so the unqualified name is the one column of that
+    name), or in a star (`*`, or `h.*` for `h.key`)."""
+    if not isinstance(partition, exp.Column):
+        return False
+    name, table = partition.name.lower(), partition.table.lower()
+    for e in outputs:
+        if isinstance(e, exp.Star):
+            return True
+        if not isinstance(e, exp.Column):
+            continue
+        if isinstance(e.this, exp.Star):
+            if table and e.table.lower() == table:
+                return True
+        elif e.name.lower() == name and (not table or not e.table or e.table.lower() == table):
+            return True
+    return False
 
 
 def _common_partition(select: exp.Select) -> tuple[exp.Expr, ...]:

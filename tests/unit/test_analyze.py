@@ -257,7 +257,7 @@ def test_schema_keys_are_case_and_quote_insensitive():
     ],
 )
 def test_a_source_with_no_columns_is_refused_by_name_not_by_sqlglot_s_schema_error(sql):
-    with pytest.raises(UnsupportedView, match="source db.u has no columns|unresolvable SQL"):
+    with pytest.raises(UnsupportedView, match=r"source db\.u has no columns"):
         analyze(sql, {"db.t": {"a": "int"}, "db.u": {}})
     assert analyze("select a from db.t", {"db.t": {"a": "int"}, "db.u": {}}).outputs  # an unread one is no matter
 

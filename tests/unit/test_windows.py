@@ -70,6 +70,22 @@ BY_KEY = "partition by key order by eff, id"
             ["key", "first_eff", "last_eff"],
         ),
         ("select distinct key, rank() over (order by key) as r from db.h", [], ["key", "r"]),  # one partition
+        # the partition's column qualified on one side only, or in a star
+        (
+            "select distinct h.key, min(eff) over (partition by key) as first_eff from db.h h",
+            ["`h`.`key`"],
+            ["key", "first_eff"],
+        ),
+        (
+            "select distinct key, min(h.eff) over (partition by h.key) as first_eff from db.h h",
+            ["`h`.`key`"],
+            ["key", "first_eff"],
+        ),
+        (
+            "select distinct h.*, count(*) over (partition by h.key) as n from db.h h",
+            ["`h`.`key`"],
+            ["id", "key", "eff", "val", "n"],
+        ),
     ],
 )
 def test_accepted_window_views(sql, partition, columns):
@@ -96,6 +112,14 @@ def test_accepted_window_views(sql, partition, columns):
             "DISTINCT over rows of several partitions (a PARTITION BY expression the windows share is not in",
         ),
         (f"select distinct on (key) key, rank() over ({BY_KEY}) as r {H}", "DISTINCT ON"),
+        (  # another table's column of the same name
+            "select distinct c.cid, count(*) over (partition by h.key) as n from db.h h join db.c c on h.key = c.cid",
+            "DISTINCT over rows of several partitions",
+        ),
+        (
+            "select distinct c.*, count(*) over (partition by h.key) as n from db.h h join db.c c on h.key = c.cid",
+            "DISTINCT over rows of several partitions",
+        ),
         (f"select id, first_value(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, lag(val) over (partition by key) as f {H}", "without ORDER BY"),
         (f"select id, rank() over w as r {H} window w as (partition by key order by eff)", "a named window"),

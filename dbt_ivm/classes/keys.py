@@ -29,10 +29,13 @@ JoinKeys = dict[int, list[tuple[str, str, str, str]]]
 
 def inner_join_keys(plan: ViewPlan) -> JoinKeys:
     """`JoinKeys` of a view without outer joins: each equality between two plain columns of one
-    type that every row of the view satisfies, a conjunct of an inner join's ON or of the WHERE."""
-    where = plan.query.args.get("where")
+    type that every row of the view satisfies, a conjunct of an inner join's ON or of the WHERE.
+    A window view's rows are those of its windows' SELECT (the derived table a query over the
+    windows reads: `… WHERE rn = 1`)."""
+    query = plan.windows.select if plan.windows is not None else plan.query
+    where = query.args.get("where")
     # the view's own joins (also those of a parenthesized join), not a subquery's
-    joins = [j for j in plan.query.find_all(exp.Join) if j.find_ancestor(exp.Select) is plan.query]
+    joins = [j for j in query.find_all(exp.Join) if j.find_ancestor(exp.Select) is query]
     keys: JoinKeys = {}
     for condition in [j.args.get("on") for j in joins] + [where.this if where else None]:
         for (a, a_col), (b, b_col), type_ in key_equalities(plan, condition):

@@ -97,6 +97,13 @@ def test_a_terms_other_sources_are_narrowed_to_the_keys_its_change_rows_join():
         "select o.id from db.o o join db.c c on o.cust + 0 = c.cid",  # not a plain column
     ):
         assert terms_for(analyze(unsafe, SCHEMA)).join_keys() == {}, unsafe
+    # a window view's rows are its windows' SELECT's, also under a query over them (keep-the-latest)
+    latest = analyze(
+        "select id, name from (select o.id, c.name, row_number() over (partition by c.name order by o.id) as rn "
+        "from db.o o join db.c c on o.cust = c.cid) d where rn = 1",
+        SCHEMA,
+    )
+    assert latest.windows is not None and terms_for(latest).join_keys() == keys
     # over an outer join: each side by the other's range, and itself for the compensation's reads
     outer = terms_for(analyze("select o.id, c.name from db.o o left join db.c c on o.cust = c.cid", SCHEMA)).join_keys()
     assert outer == {

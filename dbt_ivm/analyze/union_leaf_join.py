@@ -92,10 +92,10 @@ def derived_join_plan(select: exp.Expr, schema: Schema, plan_model: ModelPlanner
         return None
     windows, _, distributed = _over_leaf(joined, schema, plan_model)
     query = select.copy()
-    alias = exp.TableAlias(this=exp.to_identifier(item.alias_or_name, quoted=True))
     with_ = windows.args.get("with_")
     windows.set("with_", None)
-    query.args["from_"].set("this", windows.subquery(alias))
+    name = item.alias_or_name  # Spark reads a derived table without an alias too
+    query.args["from_"].set("this", windows.subquery(_table_alias(name) if name else None))
     query.set("with_", with_)
     found = find_leaf(query)
     assert found is not None  # the windows read the leaf as their one FROM item

@@ -148,6 +148,8 @@ def test_keep_the_latest_over_the_join_in_a_subquery_or_ctes_stores_only_the_row
         f"select id, name from ({windowed} from ({FEEDS}) f join db.c c on f.dim_id = c.cid) d where rn = 1",
         f"with u as ({FEEDS}), d as ({windowed} from u f join db.c c on f.dim_id = c.cid) "
         "select id, name from d where rn = 1",
+        # Spark reads a derived table without an alias too
+        f"select id, name from ({windowed} from ({FEEDS}) f join db.c c on f.dim_id = c.cid) where rn = 1",
     ]:
         plan = analyze(sql, SCHEMA)
         assert plan.view_class is ViewClass.WINDOW and plan.union is not None, sql

@@ -179,6 +179,7 @@ class Role(str, Enum):
     EXTREME_COUNT = "rows that hold the extreme"
     VALUE = "value, recomputed for the groups a change touches"
     PARTITION_KEY = "partition key"
+    ORDER_KEY = "ORDER BY value of the row a keep-the-first keeps"
     BRANCH_COUNT = "copies of the row"
 
 
@@ -231,13 +232,24 @@ def partition_column(index: int) -> str:
     return f"{HIDDEN_PREFIX}p_{index}"
 
 
+def order_column(index: int) -> str:
+    """Name of the hidden column that stores a keep-the-first's ORDER BY expression `index`'s value."""
+    return f"{HIDDEN_PREFIX}o_{index}"
+
+
 @dataclass(frozen=True)
 class Windows:
     """A window view's rows: `select` (the model's query, or the one derived table it reads)
-    computes them with window functions that all partition by (at least) `partition_by`."""
+    computes them with window functions that all partition by (at least) `partition_by`.
+    `first`: a keep-the-first (`SELECT … FROM (SELECT …, ROW_NUMBER() OVER (PARTITION BY …
+    ORDER BY …) AS rn …) d WHERE rn = 1`, ROW_NUMBER its only window), the ORDER BY of that
+    ROW_NUMBER: the storage keeps each kept row's ORDER BY values (`order_column`), and a refresh
+    recomputes from the sources only the partitions whose kept row a change removes
+    (`classes.windows`)."""
 
     select: exp.Select
     partition_by: tuple[exp.Expr, ...]
+    first: tuple[exp.Ordered, ...] = ()
 
 
 class Comparison(str, Enum):
@@ -465,6 +477,8 @@ class ViewPlan:
         }
         if self.order:  # a view of a model without ORDER BY keeps the hash it was built with
             payload["order"] = [[o.column, o.descending, o.nulls_first] for o in self.order]
+        if self.windows is not None and self.windows.first:  # its storage keeps the ORDER BY values
+            payload["first"] = len(self.windows.first)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -931,6 +931,19 @@ WINDOWS = Family(
             "WITH ranked AS (SELECT k, v, x, row_number() OVER (PARTITION BY v ORDER BY x DESC, id) AS rn "
             "FROM {db}.w) SELECT k, v, coalesce(x, 0.0) AS x FROM ranked WHERE rn = 1 AND k IS NOT NULL",
         ),
+        # keep-the-first (`classes.windows.first_rows`): over a join, NULLS LAST on a double, and with a
+        # WHERE and NULL partition keys; a touched partition is recomputed only where a removed row
+        # has its kept row's ORDER BY values
+        View(
+            "w_first_join",
+            "SELECT id, name, x FROM (SELECT w.id, l.name, w.x, row_number() OVER (PARTITION BY l.name ORDER BY "
+            "w.x DESC NULLS LAST, w.id) AS rn FROM {db}.w w JOIN {db}.l l ON w.k = l.k) d WHERE rn = 1",
+        ),
+        View(
+            "w_first_where",
+            "SELECT k, v, x, ts FROM (SELECT k, v, x, ts, row_number() OVER (PARTITION BY v ORDER BY x NULLS LAST, "
+            "ts DESC, id) AS rn FROM {db}.w WHERE x IS NULL OR x > 0.7) s WHERE 1 = rn",
+        ),
         View(
             "w_forward_fill",
             "SELECT id, k, last_value(x, true) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING "

@@ -153,7 +153,7 @@ def _window_plan(
         tree=tree,
         where=where.this if where is not None else None,
         outputs=shape.output_columns(query),
-        hidden=shape.window_hidden_columns(shared.partition_by),
+        hidden=shape.window_hidden_columns(shared.partition_by, shared.first),
         functions=declared,
         windows=shared,
     )

@@ -26,6 +26,7 @@ from dbt_ivm.ir import (
     ViewClass,
     group_column,
     is_hidden,
+    order_column,
     partition_column,
 )
 
@@ -180,10 +181,14 @@ def hidden_columns(
     return (*rids, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))
 
 
-def window_hidden_columns(partition_by: tuple[exp.Expr, ...]) -> tuple[HiddenColumn, ...]:
-    """A window view's: each PARTITION BY value its windows share, and each row's multiplicity."""
+def window_hidden_columns(
+    partition_by: tuple[exp.Expr, ...], first: tuple[exp.Ordered, ...] = ()
+) -> tuple[HiddenColumn, ...]:
+    """A window view's: each PARTITION BY value its windows share, a keep-the-first's ORDER BY
+    values, and each row's multiplicity."""
     keys = [
         HiddenColumn(partition_column(i), Role.PARTITION_KEY, p.sql(dialect=DIALECT))
         for i, p in enumerate(partition_by)
     ]
-    return (*keys, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))
+    orders = [HiddenColumn(order_column(i), Role.ORDER_KEY, o.this.sql(dialect=DIALECT)) for i, o in enumerate(first)]
+    return (*keys, *orders, HiddenColumn(COUNT_COLUMN, Role.MULTIPLICITY))

@@ -61,11 +61,33 @@ def split(select: exp.Select) -> tuple[exp.Select, exp.Select | None]:
 
 
 def windows(select: exp.Select, outer: exp.Select | None) -> Windows:
-    """The checked window SELECT and the partition its windows share."""
+    """The checked window SELECT, the partition its windows share, and the ORDER BY of a
+    keep-the-first."""
     _check_rows(select)
     if outer is not None:
         _check_outer(outer)
-    return Windows(select, _common_partition(select))
+    return Windows(select, _common_partition(select), _kept_first(select, outer))
+
+
+def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Ordered, ...]:
+    """The ORDER BY of `select`'s one window, `ROW_NUMBER() OVER (… ORDER BY …) AS rn`, where the
+    query over it keeps `rn = 1` and nothing else: each partition's first row. () otherwise."""
+    where = outer.args.get("where") if outer is not None else None
+    if where is None or select.args.get("distinct") or not isinstance(where.this, exp.EQ):
+        return ()
+    found = [(e, w) for e in select.expressions for w in e.find_all(exp.Window)]
+    if len(found) != 1:
+        return ()
+    output, window = found[0]
+    if not isinstance(output, exp.Alias) or output.this is not window or func_key(window.this) != "row_number":
+        return ()
+    sides = [where.this.this, where.this.expression]
+    one = [s for s in sides if isinstance(s, exp.Literal) and not s.is_string and str(s.this) == "1"]
+    named = [s for s in sides if isinstance(s, exp.Column) and s.name == output.alias]
+    order = window.args.get("order")
+    if len(one) != 1 or len(named) != 1 or order is None:
+        return ()
+    return tuple(order.expressions)
 
 
 def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:

@@ -36,10 +36,12 @@ def counted(rows: exp.Query, columns: Sequence[str], measure: exp.Expr, name: st
     )
 
 
-def semi_join(touched: str, values: Sequence[exp.Expr], keys: Sequence[str]) -> exp.Join:
-    """`LEFT SEMI JOIN touched ON value_i <=> touched.key_i …`: NULL keys match NULL keys."""
+def semi_join(touched: str, values: Sequence[exp.Expr], keys: Sequence[str], where: exp.Expr | None = None) -> exp.Join:
+    """`LEFT SEMI JOIN touched ON value_i <=> touched.key_i …`: NULL keys match NULL keys;
+    `where`: only the touched rows it holds for (over `TOUCHED`'s columns)."""
     on = exp.and_(
-        *[exp.NullSafeEQ(this=v.copy(), expression=col(k, TOUCHED)) for v, k in zip(values, keys, strict=True)]
+        *[exp.NullSafeEQ(this=v.copy(), expression=col(k, TOUCHED)) for v, k in zip(values, keys, strict=True)],
+        *([where] if where is not None else []),
     )
     return exp.Join(this=temp_table(touched).as_(TOUCHED), side="LEFT", kind="SEMI", on=on)
 
@@ -66,16 +68,18 @@ def net_rows(
     new: Mapping[str, int],
     staged: Mapping[int, str] | None,
     narrow: Narrowing | None = None,
+    with_count: bool = False,
 ) -> exp.Select | None:
     """The rows of `query`'s change terms (`changes.delta_terms`) whose copies do not cancel, as
-    their `names` columns: an update of a column `query` does not read changes nothing. None when
-    no source moved."""
+    their `names` columns (`with_count`: and their net count, `DELTA_COLUMN`): an update of a column
+    `query` does not read changes nothing. None when no source moved."""
     terms = [term for _, term in delta_terms(plan, query, old, new, staged, narrow=narrow)]
     if not terms:
         return None
     total = exp.Sum(this=col(DELTA_COLUMN))
+    measures = [total.copy().as_(ident(DELTA_COLUMN))] if with_count else []
     return (
-        exp.select(*[col(n) for n in names])
+        exp.select(*[col(n) for n in names], *measures)
         .from_(union_all(terms).subquery(ident(f"{HIDDEN_PREFIX}c")))
         .group_by(*[col(n) for n in names])
         .having(exp.NEQ(this=total, expression=lit(0)))
@@ -83,7 +87,7 @@ def net_rows(
 
 
 def delta_select(
-    recomputed: exp.Select, columns: Sequence[str], keys: Sequence[str], backing: TableName, touched: str | None
+    recomputed: exp.Query, columns: Sequence[str], keys: Sequence[str], backing: TableName, touched: str | None
 ) -> exp.Select:
     """The touched keys' rows recomputed (`recomputed`, +count) and as stored (-count), summed per
     stored row (`columns`, the `keys` among them): the rows whose multiplicity changes, by how

@@ -18,6 +18,15 @@ sources at the pinned versions, its stored rows are subtracted, and one MERGE ap
 difference: rows that did not change are not rewritten (`by_key`, shared with semi-join views).
 A view whose windows share no PARTITION BY expression is one partition: every change recomputes
 all of it.
+
+A keep-the-first (`… WHERE rn = 1` over `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) AS rn`,
+its only window: `Windows.first`) stores each kept row's ORDER BY values too (`__ivm_o_<i>`),
+and recomputes from the sources only the partitions whose kept row a change may remove: those
+where a removed row has the kept row's ORDER BY values (`first_parts`). In any other touched
+partition the kept row is still there and is the first of the rows left, so the first row after
+the change is the first of the kept row and the added rows, by the model's own ORDER BY
+(`first_rows`): no source is read for it. Ties are as the model's: ROW_NUMBER picks among equal
+ORDER BY values as Spark does.
 """
 
 from __future__ import annotations
@@ -31,8 +40,20 @@ from dbt_ivm.classes.joins import narrowing, repeated_rows
 from dbt_ivm.classes.relations import Narrowing, snapshot_relation, substitute, union_all
 from dbt_ivm.classes.rules import Describe, Refresh, Write, WritePath
 from dbt_ivm.classes.union_leaf import leaf_relations, leaf_terms
-from dbt_ivm.ir import COUNT_COLUMN, HIDDEN_PREFIX, Source, TableName, ViewPlan, Windows, partition_column
-from dbt_ivm.render import cache_as, col, empty_commit, ident, sql, temp_table
+from dbt_ivm.ir import (
+    COUNT_COLUMN,
+    DELTA_COLUMN,
+    HIDDEN_PREFIX,
+    Source,
+    TableName,
+    ViewPlan,
+    Windows,
+    order_column,
+    partition_column,
+)
+from dbt_ivm.render import cache_as, col, empty_commit, ident, lit, sql, temp_table
+
+RECOMPUTE = f"{HIDDEN_PREFIX}r"  # a touched partition of a keep-the-first whose kept row may be removed
 
 
 def _windows(plan: ViewPlan) -> Windows:
@@ -44,14 +65,25 @@ def _keys(plan: ViewPlan) -> list[str]:
     return [partition_column(i) for i in range(len(_windows(plan).partition_by))]
 
 
+def _orders(plan: ViewPlan) -> list[str]:
+    return [order_column(i) for i in range(len(_windows(plan).first))]
+
+
 def stored_columns(plan: ViewPlan) -> list[str]:
-    """The window SELECT's columns and the partition keys: what identifies a stored row."""
-    return [e.alias_or_name for e in _windows(plan).select.expressions] + _keys(plan)
+    """The window SELECT's columns, the partition keys and a keep-the-first's ORDER BY values:
+    what identifies a stored row."""
+    return [e.alias_or_name for e in _windows(plan).select.expressions] + _keys(plan) + _orders(plan)
+
+
+def _key_values(plan: ViewPlan) -> list[exp.Expr]:
+    """Each partition key's and ORDER BY value's expression over the window SELECT's FROM, named."""
+    windows = _windows(plan)
+    keys = [p.copy().as_(ident(k)) for p, k in zip(windows.partition_by, _keys(plan), strict=True)]
+    return keys + [o.this.copy().as_(ident(k)) for o, k in zip(windows.first, _orders(plan), strict=True)]
 
 
 def _with_keys(select: exp.Select, plan: ViewPlan) -> exp.Select:
-    keys = [p.copy().as_(ident(k)) for p, k in zip(_windows(plan).partition_by, _keys(plan), strict=True)]
-    return select.select(*keys, copy=False)
+    return select.select(*_key_values(plan), copy=False)
 
 
 def stored_filter(plan: ViewPlan) -> exp.Expr | None:
@@ -68,17 +100,19 @@ def stored_filter(plan: ViewPlan) -> exp.Expr | None:
     return kept
 
 
-def _rows(plan: ViewPlan, versions: Mapping[str, int], touched: str | None = None) -> exp.Select:
+def _rows(
+    plan: ViewPlan, versions: Mapping[str, int], touched: str | None = None, only: exp.Expr | None = None
+) -> exp.Select:
     """The window SELECT's rows at `versions`, with their partition keys, those the outer WHERE
     keeps (`stored_filter`); `touched`: only the partitions whose keys that table holds (a
-    partition's windows read only its own rows)."""
+    partition's windows read only its own rows), `only`: of those, where it holds."""
     if plan.union is not None:  # the leaf's branches at the versions, in the placeholder's place
         rels = leaf_relations(plan, versions)
     else:
         rels = {s.alias: snapshot_relation(s, versions[s.table.key], with_rid=False) for s in plan.sources}
     select = _with_keys(substitute(_windows(plan).select, rels), plan)
     if touched is not None and _keys(plan):
-        select.append("joins", by_key.semi_join(touched, _windows(plan).partition_by, _keys(plan)))
+        select.append("joins", by_key.semi_join(touched, _windows(plan).partition_by, _keys(plan), only))
     kept = stored_filter(plan)
     if kept is None:
         return select
@@ -138,6 +172,96 @@ def delta_select(plan: ViewPlan, backing: TableName, new: Mapping[str, int], tou
     return by_key.delta_select(_rows(plan, new, touched), stored_columns(plan), _keys(plan), backing, touched)
 
 
+def kept_first(plan: ViewPlan) -> bool:
+    """A keep-the-first whose touched partitions the kept rows may settle (`first_parts`): one
+    that does not read a UNION ALL leaf, whose change rows come from `leaf_terms` instead."""
+    return bool(_windows(plan).first) and bool(_keys(plan)) and plan.union is None
+
+
+def first_changes(
+    plan: ViewPlan,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    staged: Mapping[int, str] | None = None,
+    narrow: Narrowing | None = None,
+) -> exp.Select | None:
+    """A keep-the-first's change rows as stored rows would hold them (`rn` 1: a row the change
+    adds would be kept if it were first), netted per source row, with their net count
+    (`DELTA_COLUMN`: positive added, negative removed). None when no source moved."""
+    windows = _windows(plan)
+    query = windows.select.copy()
+    columns = [lit(1).as_(ident(e.alias)) if e.find(exp.Window) else e.copy() for e in windows.select.expressions]
+    row = by_key.row_columns(plan.sources, _rid)
+    query.set("expressions", [*columns, *_key_values(plan), *row])
+    names = stored_columns(plan) + [r.alias for r in row]
+    net = by_key.net_rows(plan, query, names, old, new, staged, narrow, with_count=True)
+    if net is None:
+        return None
+    return exp.select(*[col(c) for c in stored_columns(plan)], col(DELTA_COLUMN)).from_(
+        net.subquery(ident(f"{HIDDEN_PREFIX}n"))
+    )
+
+
+def first_parts(plan: ViewPlan, changes: exp.Select, backing: TableName) -> exp.Select:
+    """The partitions a keep-the-first's change touches, each with `RECOMPUTE` 1 where a removed
+    row has the kept row's ORDER BY values (the kept row may be gone: recompute the partition),
+    or where there is no kept row (nothing to compare with), else 0."""
+    c, s = f"{HIDDEN_PREFIX}c", f"{HIDDEN_PREFIX}s"
+    keys = _keys(plan)
+    same = exp.and_(*[exp.NullSafeEQ(this=col(o, c), expression=col(o, s)) for o in _orders(plan)])
+    removed = exp.LT(this=col(DELTA_COLUMN, c), expression=lit(0))
+    unkept = exp.Is(this=col(COUNT_COLUMN, s), expression=exp.Null())
+    flag = exp.If(this=exp.and_(removed, exp.or_(unkept, exp.paren(same))), true=lit(1), false=lit(0))
+    on = exp.and_(*[exp.NullSafeEQ(this=col(k, c), expression=col(k, s)) for k in keys])
+    return (
+        exp.select(*[col(k, c).as_(ident(k)) for k in keys], exp.Max(this=flag).as_(ident(RECOMPUTE)))
+        .from_(changes.subquery(ident(c)))
+        .join(backing.to_table().as_(s), on=on, join_type="left")
+        .group_by(*[col(k, c) for k in keys])
+    )
+
+
+def first_rows(plan: ViewPlan, changes: exp.Select, backing: TableName, parts: str) -> exp.Select:
+    """The first row of each touched partition that `RECOMPUTE` leaves to the kept rows: the first,
+    by the model's ORDER BY over the stored ORDER BY values, of its kept row and the rows the
+    change adds."""
+    columns = stored_columns(plan)
+    keys = _keys(plan)
+    settled = exp.EQ(this=col(RECOMPUTE, by_key.TOUCHED), expression=lit(0))
+    s, c = f"{HIDDEN_PREFIX}s", f"{HIDDEN_PREFIX}c"
+    kept = exp.select(*[col(n, s) for n in columns]).from_(backing.to_table().as_(s))
+    kept.append("joins", by_key.semi_join(parts, [col(k, s) for k in keys], keys, settled))
+    added = exp.select(*[col(n, c) for n in columns]).from_(changes.subquery(ident(c)))
+    added.append("joins", by_key.semi_join(parts, [col(k, c) for k in keys], keys, settled.copy()))
+    added = added.where(exp.GT(this=col(DELTA_COLUMN, c), expression=lit(0)))
+    order = [
+        exp.Ordered(this=col(name), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
+        for o, name in zip(_windows(plan).first, _orders(plan), strict=True)
+    ]
+    first = f"{HIDDEN_PREFIX}first"
+    window = exp.Window(this=exp.RowNumber(), partition_by=[col(k) for k in keys], order=exp.Order(expressions=order))
+    ranked = exp.select(*[col(n) for n in columns], window.as_(ident(first))).from_(
+        union_all([kept, added]).subquery(ident(f"{HIDDEN_PREFIX}k"))
+    )
+    return (
+        exp.select(*[col(n) for n in columns])
+        .from_(ranked.subquery(ident(f"{HIDDEN_PREFIX}f")))
+        .where(exp.EQ(this=col(first), expression=lit(1)))
+    )
+
+
+def first_delta(
+    plan: ViewPlan, backing: TableName, new: Mapping[str, int], parts: str, changes: exp.Select, recompute: bool
+) -> exp.Select:
+    """A keep-the-first's touched partitions: the first rows of those the kept rows settle
+    (`first_rows`), and, `recompute`, the others' rows recomputed from the sources at `new`
+    (+count); their stored rows (-count); summed per stored row (`by_key.delta_select`)."""
+    first = first_rows(plan, changes, backing, parts)
+    again = exp.EQ(this=col(RECOMPUTE, by_key.TOUCHED), expression=lit(1))
+    rows = union_all([_rows(plan, new, parts, again), first]) if recompute else first
+    return by_key.delta_select(rows, stored_columns(plan), _keys(plan), backing, parts)
+
+
 def merge_statement(plan: ViewPlan, backing: TableName, delta: str) -> exp.Merge:
     """Apply the changed multiplicities (`by_key.merge_statement`)."""
     return by_key.merge_statement(stored_columns(plan), backing, delta, "partitions")
@@ -174,6 +298,8 @@ class WindowRules:
     def apply(self, refresh: Refresh) -> Write:
         """Cache the touched partitions' keys, then the difference of their rows, then one MERGE."""
         plan = refresh.plan
+        if kept_first(plan):
+            return _apply_first(refresh)
         narrow = narrowing(refresh) if plan.union is None else None
         touched = touched_select(plan, refresh.old, refresh.new, refresh.staged, narrow)
         assert touched is not None
@@ -199,6 +325,12 @@ class WindowRules:
         for table in plan.tables:
             lines.append(f"  change to {table}:")
             lines.append(f"    recomputes {scope}, from the sources at the pinned versions")
+        if kept_first(plan):
+            lines.append(
+                "    keep-the-first: only the partitions where a removed row has the kept row's ORDER BY values; "
+                "each other touched partition keeps the first of its kept row and the rows the change adds, by "
+                "the ORDER BY (no source read)"
+            )
         lines.append(
             "    apply: the recomputed rows minus the stored rows of those partitions, one MERGE on every stored "
             "column (count += delta, delete at 0); rows that did not change are not rewritten"
@@ -207,6 +339,27 @@ class WindowRules:
 
     def ranged_columns(self, plan: ViewPlan, types: Mapping[str, str]) -> dict[str, str]:
         return {}  # the refresh finds a partition's rows by its keys, not by value ranges
+
+
+def _apply_first(refresh: Refresh) -> Write:
+    """A keep-the-first's refresh: cache the touched partitions (which to recompute), then the
+    difference of their rows, then one MERGE; no source read where no kept row may be removed."""
+    plan = refresh.plan
+    changes = first_changes(plan, refresh.old, refresh.new, refresh.staged, narrowing(refresh))
+    assert changes is not None
+    parts = refresh.temp("parts")
+    refresh.run(cache_as(parts, first_parts(plan, changes, refresh.backing)))
+    counts = exp.select(exp.Count(this=exp.Star()).as_("n"), exp.Sum(this=col(RECOMPUTE)).as_("r"))
+    row = refresh.query(sql(counts.from_(temp_table(parts))))[0]
+    touched, again = int(row["n"]), int(row["r"] or 0)
+    detail = (
+        f"{again} partition{'s' * (again != 1)} recomputed, {touched - again} settled by their kept row"
+        f"{'s' * (touched - again != 1)}"
+    )
+    if touched == 0:
+        return Write(WritePath.EMPTY, empty_commit(refresh.backing), 0, 0, "no partition touched")
+    delta = first_delta(plan, refresh.backing, refresh.new, parts, changes, again > 0)
+    return by_key.apply_difference(refresh, delta, stored_columns(plan), "partitions", detail)
 
 
 RULES = WindowRules()

@@ -52,6 +52,13 @@ def golden_sql(name: str) -> str:
     return built if isinstance(built, str) else verbatim.to_sql(built, pretty=True)
 
 
+def _first_changes() -> exp.Select:
+    """A keep-the-first's change rows, as stored rows would hold them, with their net count."""
+    changes = windows.first_changes(analyze(LATEST, WINDOW_SCHEMA), {"db.h": 3}, {"db.h": 4}, {0: "__ivm_chg_0"})
+    assert changes is not None
+    return changes
+
+
 def _agg_view() -> object:
     return aggregate.view_select(analyze(AGG, SCHEMA), BACKING, {2: "double"})
 
@@ -97,6 +104,10 @@ CASES = {
     ),
     "delta_window": lambda: windows.delta_select(analyze(RANKED, WINDOW_SCHEMA), BACKING, NEW, "__ivm_parts_x"),
     "merge_window": lambda: windows.merge_statement(analyze(LATEST, WINDOW_SCHEMA), BACKING, "__ivm_delta_x"),
+    "parts_first": lambda: windows.first_parts(analyze(LATEST, WINDOW_SCHEMA), _first_changes(), BACKING),
+    "delta_first": lambda: windows.first_delta(
+        analyze(LATEST, WINDOW_SCHEMA), BACKING, {"db.h": 4}, "__ivm_parts_x", _first_changes(), True
+    ),
     "view_window_filtered": lambda: windows.view_select(analyze(LATEST, WINDOW_SCHEMA), BACKING),
     "build_setops": lambda: setops.build_select(analyze(SETOPS, OUTER_SCHEMA), {**NEW, "db.r": 6}),
     "delta_setops": lambda: setops.delta_select(

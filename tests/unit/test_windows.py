@@ -151,6 +151,8 @@ def test_explain_names_the_partition_or_the_whole_view():
     assert "recomputes the whole view" in whole and "one partition" in whole
     assert "partition by: `h`.`key`" in text
     assert "partition by: none shared by every window: the whole view is one partition" in whole
+    assert "keep-the-first: only the partitions where a removed row has the kept row's ORDER BY values" in text
+    assert "__ivm_o_0: ORDER BY value of the row a keep-the-first keeps of `h`.`eff`" in text
 
 
 def test_the_outer_query_reads_the_stored_rows():
@@ -193,3 +195,54 @@ def test_distinct_windows_store_one_row_per_distinct_row_and_net_the_change_rows
     touched = render.sql(windows.touched_select(plan, {"db.h": 3}, {"db.h": 5}, {0: "chg0"}))
     assert touched.count("DISTINCT") == 1 and touched.startswith("SELECT DISTINCT `__ivm_p_0` FROM")
     assert "HAVING SUM(`__ivm_d`) <> 0" in touched
+
+
+@pytest.mark.parametrize(
+    "sql,first",
+    [
+        (LATEST, ["`h`.`eff` DESC", "`h`.`id`"]),
+        (  # `1 = rn`, a CTE, NULLS FIRST
+            "with d as (select key, val, row_number() over (partition by key order by eff desc nulls first) as rn "
+            f"{H}) select key, val from d where 1 = rn",
+            ["`h`.`eff` DESC NULLS FIRST"],
+        ),
+        # not a keep-the-first: the query keeps more than rn = 1, another window, RANK, no outer query
+        (f"select key, val from (select key, val, row_number() over ({BY_KEY}) as rn {H}) s where rn <= 1", []),
+        (f"select key from (select key, row_number() over ({BY_KEY}) as rn {H}) s where rn = 1 and key > 0", []),
+        (f"select key from (select key, row_number() over ({BY_KEY}) as rn {H}) s where rn = 2", []),
+        (
+            f"select key from (select key, row_number() over ({BY_KEY}) as rn, lead(eff) over ({BY_KEY}) as n {H}) s "
+            "where rn = 1",
+            [],
+        ),
+        (f"select key from (select key, rank() over ({BY_KEY}) as rn {H}) s where rn = 1", []),
+        (f"select id, row_number() over ({BY_KEY}) as rn {H}", []),
+    ],
+)
+def test_a_keep_the_first_stores_its_kept_rows_order_by_values(sql, first):
+    plan = analyze(sql, WINDOW_SCHEMA)
+    assert plan.windows is not None
+    assert [o.sql(dialect=DIALECT) for o in plan.windows.first] == first
+    orders = [h.name for h in plan.hidden if h.role is Role.ORDER_KEY]
+    assert orders == [f"__ivm_o_{i}" for i in range(len(first))]
+    assert windows.kept_first(plan) == bool(first)
+    assert all(o in windows.stored_columns(plan) for o in orders)
+
+
+def test_a_keep_the_first_recomputes_only_partitions_whose_kept_row_a_removed_row_may_be():
+    """The touched partitions' flag: a removed row (net count below 0) with the kept row's ORDER
+    BY values, or no kept row to compare with; the others take the first of their kept row and the
+    added rows, by the model's ORDER BY over the stored values, without reading the source."""
+    plan = analyze(LATEST, WINDOW_SCHEMA)
+    changes = windows.first_changes(plan, {"db.h": 3}, {"db.h": 4}, {0: "chg0"})
+    assert changes is not None
+    assert render.sql(changes).startswith("SELECT `key`, `val`, `rn`, `__ivm_p_0`, `__ivm_o_0`, `__ivm_o_1`, `__ivm_d`")
+    parts = render.sql(windows.first_parts(plan, changes, BACKING))
+    assert "MAX(IF(`__ivm_c`.`__ivm_d` < 0 AND (`__ivm_s`.`__ivm_count` IS NULL OR (" in parts
+    assert "`__ivm_c`.`__ivm_o_0` IS NOT DISTINCT FROM `__ivm_s`.`__ivm_o_0`" in parts
+    settled = render.sql(windows.first_delta(plan, BACKING, {"db.h": 4}, "parts", changes, False))
+    assert "VERSION AS OF" not in settled  # no source read: the kept rows and the change rows only
+    assert "ROW_NUMBER() OVER (PARTITION BY `__ivm_p_0` ORDER BY `__ivm_o_0` DESC, `__ivm_o_1`)" in settled
+    both = render.sql(windows.first_delta(plan, BACKING, {"db.h": 4}, "parts", changes, True))
+    assert "`db`.`h` VERSION AS OF 4" in both and "`__ivm_t`.`__ivm_r` = 1" in both
+    assert windows.first_changes(plan, {"db.h": 3}, {"db.h": 3}, {}) is None

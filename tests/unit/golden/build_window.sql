@@ -3,19 +3,25 @@ SELECT
   `val`,
   `rn`,
   `__ivm_p_0`,
+  `__ivm_o_0`,
+  `__ivm_o_1`,
   COUNT(*) AS `__ivm_count`
 FROM (
   SELECT
     `key`,
     `val`,
     `rn`,
-    `__ivm_p_0`
+    `__ivm_p_0`,
+    `__ivm_o_0`,
+    `__ivm_o_1`
   FROM (
     SELECT
       `h`.`key` AS `key`,
       `h`.`val` AS `val`,
       ROW_NUMBER() OVER (PARTITION BY `h`.`key` ORDER BY `h`.`eff` DESC, `h`.`id`) AS `rn`,
-      `h`.`key` AS `__ivm_p_0`
+      `h`.`key` AS `__ivm_p_0`,
+      `h`.`eff` AS `__ivm_o_0`,
+      `h`.`id` AS `__ivm_o_1`
     FROM (
       SELECT
         `id`,
@@ -32,4 +38,6 @@ GROUP BY
   `key`,
   `val`,
   `rn`,
-  `__ivm_p_0`
+  `__ivm_p_0`,
+  `__ivm_o_0`,
+  `__ivm_o_1`

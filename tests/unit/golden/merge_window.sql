@@ -4,6 +4,8 @@ ON `t`.`key` IS NOT DISTINCT FROM `s`.`key`
 AND `t`.`val` IS NOT DISTINCT FROM `s`.`val`
 AND `t`.`rn` IS NOT DISTINCT FROM `s`.`rn`
 AND `t`.`__ivm_p_0` IS NOT DISTINCT FROM `s`.`__ivm_p_0`
+AND `t`.`__ivm_o_0` IS NOT DISTINCT FROM `s`.`__ivm_o_0`
+AND `t`.`__ivm_o_1` IS NOT DISTINCT FROM `s`.`__ivm_o_1`
 WHEN MATCHED AND `t`.`__ivm_count` + `s`.`__ivm_d` = 0 THEN DELETE
 WHEN MATCHED THEN UPDATE SET
   `__ivm_count` = IF(
@@ -13,11 +15,13 @@ WHEN MATCHED THEN UPDATE SET
       'fast_mv db.v__ivm: the recomputed partitions remove rows the view does not hold; its stored state is inconsistent: run dbt with --full-refresh for this model'
     ) AS BIGINT)
   )
-WHEN NOT MATCHED THEN INSERT (`key`, `val`, `rn`, `__ivm_p_0`, `__ivm_count`) VALUES (
+WHEN NOT MATCHED THEN INSERT (`key`, `val`, `rn`, `__ivm_p_0`, `__ivm_o_0`, `__ivm_o_1`, `__ivm_count`) VALUES (
   `s`.`key`,
   `s`.`val`,
   `s`.`rn`,
   `s`.`__ivm_p_0`,
+  `s`.`__ivm_o_0`,
+  `s`.`__ivm_o_1`,
   IF(
     `s`.`__ivm_d` > 0,
     `s`.`__ivm_d`,

@@ -107,7 +107,7 @@ def rebuild_reason(i: Inspection) -> str:
     if props.get(PROP_STATE, plan.state_before_recorded) != plan.hidden_names:
         return (
             "the stored view keeps other hidden columns than this version of dbt-ivm (it counts MIN/MAX's rows, "
-            "and sums AVG of integers exactly)"
+            "sums AVG of integers exactly, and keeps a keep-the-first's ORDER BY values)"
         )
     changed = settings_changed(props.get(PROP_SETTINGS), i.settings)
     if changed:

@@ -439,8 +439,9 @@ class ViewPlan:
     @property
     def state_before_recorded(self) -> str:
         """The hidden columns, comma-separated, that a view built before its storage recorded them
-        (`dbt_ivm.state`) keeps: all but the counts of the rows at a MIN/MAX, which came with it."""
-        return ",".join(h.name for h in self.hidden if h.role is not Role.EXTREME_COUNT)
+        (`dbt_ivm.state`) keeps: all but the counts of the rows at a MIN/MAX, which came with it, and
+        a keep-the-first's ORDER BY values, which came later."""
+        return ",".join(h.name for h in self.hidden if h.role not in (Role.EXTREME_COUNT, Role.ORDER_KEY))
 
     @property
     def pads(self) -> bool:
@@ -477,8 +478,6 @@ class ViewPlan:
         }
         if self.order:  # a view of a model without ORDER BY keeps the hash it was built with
             payload["order"] = [[o.column, o.descending, o.nulls_first] for o in self.order]
-        if self.windows is not None and self.windows.first:  # its storage keeps the ORDER BY values
-            payload["first"] = len(self.windows.first)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,6 +18,7 @@ LATEST = (
     f"from {DB}.h) s where rn = 1"
 )
 ONE_PARTITION = f"select id, row_number() over (order by eff, id) as pos from {DB}.h"
+RANKED = f"select id, key, row_number() over (partition by key order by eff, id) as pos from {DB}.h"
 
 
 @pytest.fixture()
@@ -42,8 +43,11 @@ def _mv(db, name, sql, log):
 
 
 def test_a_refresh_recomputes_exactly_the_partitions_its_change_touched(spark, spark_db, history):
+    """The partitions a change touches, before and after, are recomputed, and no other; a
+    keep-the-first recomputes only those whose kept row the change removes, and settles the
+    others by their kept row and the added rows (`windows.first_parts`)."""
     lines: list[str] = []
-    for name, sql in (("latest", LATEST), ("whole", ONE_PARTITION)):
+    for name, sql in (("latest", LATEST), ("whole", ONE_PARTITION), ("ranked", RANKED)):
         _mv(spark_db, name, sql, lines.append).materialize()
     before = _version(spark)
     spark.sql(f"update {DB}.h set val = 'changed' where id = 12")  # key 1
@@ -53,26 +57,47 @@ def test_a_refresh_recomputes_exactly_the_partitions_its_change_touched(spark, s
     spark.sql(f"update {DB}.h set val = val where key = 5")  # no change: touches nothing
     after = _version(spark)
 
-    # the partitions the change touched, as the refresh computes them
-    plan = _mv(spark_db, "latest", LATEST, lines.append).inspect().plan
-    spark.sql(render.cache_as("__ivm_test_chg", changes.change_select(plan.sources[0], before + 1, after)))
+    # the partitions the change touched, as the refresh computes them; for the keep-the-first,
+    # which of them to recompute: key 4's latest row is deleted, the others keep theirs (the
+    # NULL key's new row is later than its latest: settled by comparing the two)
+    old, new = {f"{DB}.h": before}, {f"{DB}.h": after}
+    ranked = _mv(spark_db, "ranked", RANKED, lines.append).inspect().plan
+    latest = _mv(spark_db, "latest", LATEST, lines.append).inspect().plan
+    spark.sql(render.cache_as("__ivm_test_chg", changes.change_select(ranked.sources[0], before + 1, after)))
     try:
-        touched = windows.touched_select(plan, {f"{DB}.h": before}, {f"{DB}.h": after}, {0: "__ivm_test_chg"})
+        touched = windows.touched_select(ranked, old, new, {0: "__ivm_test_chg"})
         assert touched is not None
         keys = {r[0] for r in spark.sql(render.sql(touched)).collect()}
+        first = windows.first_changes(latest, old, new, {0: "__ivm_test_chg"})
+        assert first is not None
+        parts = windows.first_parts(latest, first, TableName(DB, "latest__ivm"))
+        flags = {r[0]: r[1] for r in spark.sql(render.sql(parts)).collect()}
     finally:
         spark.sql(render.release("__ivm_test_chg"))
     assert keys == {1, 2, 3, 4, None}
+    assert flags == {1: 0, 2: 0, 3: 0, 4: 1, None: 0}
 
     lines.clear()
+    outcome = _mv(spark_db, "ranked", RANKED, lines.append).materialize()
+    assert f"fast_mv {DB}.ranked: 5 partitions recomputed" in lines
+    assert outcome.path == "merge"
     outcome = _mv(spark_db, "latest", LATEST, lines.append).materialize()
-    assert f"fast_mv {DB}.latest: 5 partitions recomputed" in lines
+    assert f"fast_mv {DB}.latest: 1 partition recomputed, 4 settled by their kept rows" in lines
     assert outcome.path == "merge"
     whole = _mv(spark_db, "whole", ONE_PARTITION, lines.append)
     whole.materialize()
     assert f"fast_mv {DB}.whole: the one partition recomputed" in lines
-    for name in ("latest", "whole"):
+    for name in ("latest", "whole", "ranked"):
         assert spark.sql(consistency_sql(spark_db, TableName(DB, name))).count() == 0
+
+    # a keep-the-first whose change removes no kept row reads no source row for its partitions
+    spark.sql(f"delete from {DB}.h where id = 14")  # an old row of key 3
+    spark.sql(f"insert into {DB}.h values (2000, 5, 2000, 'later')")  # key 5's new latest
+    lines.clear()
+    _mv(spark_db, "latest", LATEST, lines.append).materialize()
+    assert f"fast_mv {DB}.latest: 0 partitions recomputed, 2 settled by their kept rows" in lines
+    assert spark.sql(consistency_sql(spark_db, TableName(DB, "latest"))).count() == 0
+    assert spark.sql(f"select val from {DB}.latest where key = 5").collect()[0][0] == "later"
 
     # a change that nets to nothing touches no partition: nothing is recomputed
     spark.sql(f"update {DB}.h set val = val where key = 6")

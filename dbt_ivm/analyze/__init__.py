@@ -96,13 +96,14 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     # join: the join over each branch as a leaf); any other query over one alone: a leaf; windows over a
     # join with one in the derived table a query reads: that join as a leaf
     planner = functools.partial(_planned, declared=declared)
+    checked = functools.partial(_checked, declared=declared)
     if joined := union_join.find(raw):
         if union_leaf_join.aggregates_or_windows(joined[0].select):
-            return union_leaf_join.leaf_join_plan(joined, schema, planner)
+            return union_leaf_join.leaf_join_plan(joined, schema, planner, checked)
         return union_join.join_plan(joined, schema, planner)
     if (found := union_leaf.find(raw)) is not None:
         return union_leaf.leaf_plan(found, schema, planner)
-    if (plan := union_leaf_join.derived_join_plan(raw, schema, planner)) is not None:
+    if (plan := union_leaf_join.derived_join_plan(raw, schema, planner, checked)) is not None:
         return plan
     check_constructs(raw, frozenset(declared))
     known = {schema_key(k) for k in schema}
@@ -122,6 +123,12 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     if outer is None and not windows.has_window(rows):
         return _plan(simplify_outer_joins(tree), schema, declared)
     return _window_plan(tree, rows, outer, schema, declared)
+
+
+def _checked(query: exp.Select, declared: tuple[str, ...]) -> None:
+    """The refusals on a raw tree that a model's SELECT takes before normalization."""
+    check_constructs(query, frozenset(declared))
+    check_groups(query)
 
 
 def _planned(query: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:

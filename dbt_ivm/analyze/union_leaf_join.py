@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -38,6 +39,7 @@ from dbt_ivm.analyze.union_leaf import (
     placeholder,
     reads_one,
     refuse_distinct_branches,
+    unwrapped,
     without_cte,
 )
 from dbt_ivm.analyze.union_leaf import find as find_leaf
@@ -46,10 +48,13 @@ from dbt_ivm.ir import UNION_PLACEHOLDER, DistributedUnion, ViewPlan
 
 def aggregates_or_windows(select: exp.Select) -> bool:
     """`select` groups, aggregates or computes windows over the rows of its FROM and JOIN items,
-    with no subquery outside them (a query the distributed join refuses by name)."""
+    with no subquery outside those items (in its SELECT list, WHERE or an ON: a query the
+    distributed join refuses by name)."""
     outer = _without_rows(select)
-    if any(isinstance(n, exp.Query) for n in outer.walk() if n is not outer):
-        return False
+    conditions = [select.args.get("where"), *(j.args.get("on") for j in select.args.get("joins") or [])]
+    for part in [outer, *(c for c in conditions if c is not None)]:
+        if any(isinstance(n, exp.Query) for n in part.walk() if n is not outer):
+            return False
     if select.args.get("group") or select.args.get("having"):
         return True
     return any(isinstance(n, exp.Window) or is_aggregate(n) for n in outer.walk())
@@ -63,34 +68,48 @@ def _without_rows(select: exp.Select) -> exp.Select:
     return outer
 
 
-def leaf_join_plan(joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner) -> ViewPlan:
+Check = Callable[[exp.Select], None]  # the raw tree's refusals (`refusals.check_constructs`, …)
+
+
+def leaf_join_plan(joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner, check: Check) -> ViewPlan:
     """The plan of the aggregate or window `joined[0].select` over a join with one UNION ALL: the
-    aggregate's (window's) over the leaf of the join over each branch of the union."""
-    outer, body, distributed = _over_leaf(joined, schema, plan_model)
+    aggregate's (window's) over the leaf of the join over each branch of the union. `check`
+    refuses, on the query with the union's placeholder, what any model's raw tree may not hold."""
+    outer, body, distributed = _over_leaf(joined, schema, plan_model, check)
     plan = leaf_plan(Found(outer, body, distributed.alias, None, outer.args["from_"].this), schema, plan_model)
     return _distributed(plan, distributed)
 
 
-def derived_join_plan(select: exp.Expr, schema: Schema, plan_model: ModelPlanner) -> ViewPlan | None:
+def derived_join_plan(select: exp.Expr, schema: Schema, plan_model: ModelPlanner, check: Check) -> ViewPlan | None:
     """The plan of a query over one derived table (a subquery, or a CTE read once) that computes
     windows over a join with one UNION ALL (keep-the-latest: `SELECT … FROM (SELECT …, ROW_NUMBER()
     OVER (…) AS rn FROM (<UNION ALL>) u JOIN c ON …) d WHERE rn = 1`): the derived table's windows
     over the leaf (`leaf_join_plan`), the query over them as over any windows of a leaf; None for
-    any other query."""
+    any other query (also where the derived table names its columns, has CTEs of its own, or the
+    query reads a CTE outside its FROM item: the refusals of the plain path)."""
     if not reads_one(select):
         return None
     assert isinstance(select, exp.Select)
     item = select.args["from_"].this
     body = derived_body(select, item)
-    if not isinstance(body, exp.Select) or body.find(exp.Window) is None:
+    if not isinstance(body, exp.Select) or body.find(exp.Window) is None or body.args.get("with_"):
         return None
-    named = next((c for c in (select.args.get("with_") or exp.With()).expressions if c.this is body), None)
+    ctes = (select.args.get("with_") or exp.With()).expressions
+    named = next((c for c in ctes if unwrapped(c.this) is body), None)
+    aliased = item.args.get("alias") if named is None else named.args.get("alias")
+    if aliased is not None and aliased.columns:
+        return None
+    rest = _without_rows(select)
+    rest.set("where", select.args.get("where"))
+    names = {c.alias_or_name.lower() for c in ctes}
+    if any(not t.db and t.name.lower() in names for t in rest.find_all(exp.Table)):
+        return None
     body = body.copy()
     body.set("with_", without_cte(select.args.get("with_"), named))  # the CTEs the body may read
     joined = find(body)
     if not joined or not aggregates_or_windows(joined[0].select):
         return None
-    windows, _, distributed = _over_leaf(joined, schema, plan_model)
+    windows, _, distributed = _over_leaf(joined, schema, plan_model, check)
     query = select.copy()
     with_ = windows.args.get("with_")
     windows.set("with_", None)
@@ -108,15 +127,21 @@ def _distributed(plan: ViewPlan, distributed: DistributedUnion) -> ViewPlan:
 
 
 def _over_leaf(
-    joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner
+    joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner, check: Check
 ) -> tuple[exp.Select, exp.Union, DistributedUnion]:
     """The aggregate or window `joined[0].select` over a join with one UNION ALL, rewritten to read
     the UNION ALL of the join over each branch of the union (under the union's alias), that UNION
     ALL, and the distributed union whose compared columns a build checks."""
     first = joined[0]
-    if len(joined) > 1 or first.padded:
-        where = "a join of two UNION ALL subqueries" if len(joined) > 1 else "a LEFT JOIN's null-supplied UNION ALL"
-        raise refuse(f"an aggregate or a window over {where}", first.union, OWN_MODEL)
+    if len(joined) > 1:
+        raise refuse("an aggregate or a window over a join of two UNION ALL subqueries", first.union, OWN_MODEL)
+    if first.padded:
+        raise refuse(
+            "an aggregate or a window over an outer join that pads the UNION ALL subquery (on its null-supplied "
+            "side, or in a FULL JOIN)",
+            first.union,
+            OWN_MODEL,
+        )
     select = first.select
     with_ = without_cte(select.args.get("with_"), first.cte)
     shape, branches = analyzed_branches(named_as_first(first.union), with_, lambda b: plan_model(b, schema))
@@ -126,9 +151,10 @@ def _over_leaf(
     query = select.copy()
     _item(query, first.position).replace(table)
     query.set("with_", with_.copy() if with_ is not None else None)
+    check(query)  # as the plain path checks a raw tree: before normalization merges or names anything
     known = {**schema, key: dict(zip(names, leaf_types(branches, schema), strict=True))}
     normalized, position = _placeholder_read(normalize(query, known), first.union)
-    rows, outer = _split(normalized, first.alias)
+    rows, outer = _split(normalized, first.alias, names[0])
     read = Joined(rows, position, first.union, first.alias, None)
     compared = compared_columns(read, (read,), names)
     derived, _ = derived_branches(branches, names, compared, first.union, "join")
@@ -166,10 +192,11 @@ def _placeholder_read(select: exp.Expr, union: exp.Union) -> tuple[exp.Select, i
     )
 
 
-def _split(select: exp.Select, alias: str) -> tuple[exp.Select, exp.Select]:
+def _split(select: exp.Select, alias: str, first: str) -> tuple[exp.Select, exp.Select]:
     """The normalized `select` as the rows its aggregate or windows read (its FROM, JOINs and WHERE,
-    selecting each column the rest reads under a name of its own) and the rest, reading those
-    columns from the union's alias (its FROM left to the caller); each output named as before."""
+    selecting each column the rest reads under a name of its own; the union's `first` column where
+    the rest reads none, `COUNT(*)`) and the rest, reading those columns from the union's alias
+    (its FROM left to the caller); each output named as before."""
     outer = _without_rows(select)
     names: dict[tuple[str, str], str] = {}
     taken: set[str] = set()
@@ -179,6 +206,8 @@ def _split(select: exp.Select, alias: str) -> tuple[exp.Select, exp.Select]:
         pair = (column.table, column.name)
         if pair not in names:
             names[pair] = _unique(f"{column.table}_{column.name}", taken)
+    if not names:
+        names[(alias, first)] = _unique(f"{alias}_{first}", taken)
     rows = exp.Select(
         expressions=[
             exp.column(name, table=table, quoted=True).as_(exp.to_identifier(as_, quoted=True))
@@ -203,7 +232,9 @@ def _split(select: exp.Select, alias: str) -> tuple[exp.Select, exp.Select]:
 
 
 def _unique(name: str, taken: set[str]) -> str:
-    """`name`, or `name_2`, `name_3`, … : the first not `taken` (which it joins)."""
+    """`name` (without leading underscores: never the engine's prefix), or `name_2`, `name_3`, … :
+    the first not `taken` (which it joins)."""
+    name = name.lstrip("_") or "c"
     found = next(
         c for c in itertools.chain([name], (f"{name}_{k}" for k in itertools.count(2))) if c.lower() not in taken
     )

@@ -86,6 +86,17 @@ def test_a_null_the_join_compares_is_cast_and_spark_s_types_are_checked_before_a
         check_types(plan, widened)
 
 
+def test_a_count_that_reads_no_column_and_names_that_would_take_the_engine_s_prefix():
+    plan = analyze(f"select count(*) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid", SCHEMA)
+    assert plan.union is not None and plan.union.columns == ("f_id",)  # the leaf needs one column
+    plan = analyze(
+        "select _.ivm_x, count(*) as n from (select id as ivm_x, dim_id from db.fa union all select id, dim_id "
+        "from db.fb) _ join db.c c on _.dim_id = c.cid group by _.ivm_x",
+        SCHEMA,
+    )
+    assert plan.union is not None and plan.union.columns == ("ivm_x",)
+
+
 def test_names_that_would_collide_are_told_apart():
     plan = analyze(
         "select f.id, g.x_id, count(*) as n from (select id, dim_id as x_id from db.fa union all "
@@ -118,12 +129,32 @@ def test_a_lambda_a_filter_an_ordinal_group_and_having_read_the_leaf_s_names():
         ),
         (
             f"select c.name, count(f.id) as n from db.c c left join ({FEEDS}) f on f.dim_id = c.cid group by c.name",
-            "an aggregate or a window over a LEFT JOIN's null-supplied UNION ALL",
+            "an aggregate or a window over an outer join that pads the UNION ALL subquery",
         ),
         (
             "select c.name, count(*) as n from (select id, dim_id from db.fa union all select id, code from db.fb) f "
             "join db.c c on f.dim_id = c.cid group by c.name",
             "a UNION ALL column dim_id of types int and string read by the join",
+        ),
+        (  # a derived table naming its columns: the plain path's refusal (the names would be lost)
+            "select id, name from (select f.id, c.name, row_number() over (partition by c.name order by f.id) as rn "
+            f"from ({FEEDS}) f join db.c c on f.dim_id = c.cid) d(name, id, rn) where rn = 1",
+            "set operation UNION ALL in a subquery or CTE",
+        ),
+        (  # the raw tree's refusals, before normalization merges or names anything
+            f"select c.name, count(*) as n from ({FEEDS}) f left join (db.c c join (select cid, name from db.c "
+            "where cid > 1) r on c.cid = r.cid) on f.dim_id = c.cid group by c.name",
+            "a derived table or CTE inside a parenthesized join",
+        ),
+        (f"select c.name, count(*) from ({FEEDS}) f join db.c c on f.dim_id = c.cid group by c.name", "without a name"),
+        (
+            f"select c.name, count(*) as n from ({FEEDS}) f join db.c c on f.dim_id = c.cid "
+            "where f.id in (select cid from db.c) group by c.name",
+            "GROUP BY over rows a subquery tests, in the join over a branch of a UNION ALL",
+        ),
+        (
+            f"select c.name, count(f.id) as n from db.c c full join ({FEEDS}) f on f.dim_id = c.cid group by c.name",
+            "an outer join that pads the UNION ALL subquery",
         ),
         (  # a subquery outside the join: the distributed join's own refusal
             f"select c.name, count(*) as n, (select max(cid) from db.c) as m from ({FEEDS}) f join db.c c "

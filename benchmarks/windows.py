@@ -59,15 +59,20 @@ def setup(spark: Any, rows: int, partitions: int) -> None:
     )
 
 
-def change(spark: Any, rows: int, partitions: int, fraction: float, batch: int) -> int:
+def change(spark: Any, rows: int, partitions: int, fraction: float, batch: int, kinds: str = "mixed") -> int:
     """A third of `fraction` each: new versions of scattered keys, updates, deletes (scattered,
-    each batch its own rows); returns the change rows the three commits report."""
-    k = max(1, int(rows * fraction / 3))
+    each batch its own rows); `kinds` "insert": all of `fraction` new versions, one commit.
+    Returns the change rows the commits report."""
+    k = max(1, int(rows * fraction / (3 if kinds == "mixed" else 1)))
     base = rows * (batch + 1)
     spark.sql(
         f"INSERT INTO {DB}.hist SELECT {base} + id, pmod(xxhash64(id, {batch}), {partitions}), "
         f"timestamp_seconds(1600000000 + {base} + id), 7 FROM range({k})"
     )
+    if kinds == "insert":
+        history = [r.asDict() for r in spark.sql(f"DESCRIBE HISTORY {DB}.hist LIMIT 1").collect()]
+        version = int(history[0]["version"])
+        return changed_rows(history, version, version) or 0
     where = f"id < {rows} AND pmod(xxhash64(id, {batch}), {rows})"
     spark.sql(f"UPDATE {DB}.hist SET val = val + 1 WHERE {where} < {k}")
     spark.sql(f"DELETE FROM {DB}.hist WHERE {where} BETWEEN {k} AND {2 * k - 1}")
@@ -76,8 +81,8 @@ def change(spark: Any, rows: int, partitions: int, fraction: float, batch: int) 
     return changed_rows(history, version - 2, version) or 0
 
 
-def maintainer(db: CountingDatabase, view: str, policy: str = "incremental") -> Maintainer:
-    return Maintainer(db, TableName(DB, view), VIEWS[view], refresh_policy=policy)
+def maintainer(db: CountingDatabase, view: str, policy: str = "incremental", log: Any = None) -> Maintainer:
+    return Maintainer(db, TableName(DB, view), VIEWS[view], refresh_policy=policy, log=log or (lambda _: None))
 
 
 def statements(db: CountingDatabase, top: int = 6) -> str:
@@ -116,6 +121,9 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print each refresh's costliest statements")
     parser.add_argument("--memory", default="4g", help="the driver's memory")
     parser.add_argument("--conf", nargs="*", default=[], help="session settings key=value for every statement")
+    parser.add_argument(
+        "--kinds", choices=["mixed", "insert"], default="mixed", help="the changes: mixed, or new versions only"
+    )
     args = parser.parse_args()
     from dbt_ivm.session import get_spark
 
@@ -130,16 +138,18 @@ def main() -> None:
         refreshes, rebuilds, detail = [], [], ("", 0, (0, 0), 0, "")
         for _ in range(args.repeats):
             batch += 1
-            changed = change(spark, args.rows, args.partitions, args.fraction, batch)
+            changed = change(spark, args.rows, args.partitions, args.fraction, batch, args.kinds)
             db.reset()
             since = next_execution(spark)
+            logged: list[str] = []
             started = time.time()
-            outcome = maintainer(db, view).materialize()
+            outcome = maintainer(db, view, log=logged.append).materialize()
             refreshes.append(time.time() - started)
             read = rows_read(spark, since)
             if args.verbose:
                 print(f"{view}: {refreshes[-1]:.1f} s: {statements(db)}", flush=True)
             if args.verbose:
+                print(f"  {'; '.join(m for m in logged if 'recomputed' in m)}", flush=True)
                 print(f"  load {os.getloadavg()[0]:.1f}; storage: {storage_properties(spark, view)}", flush=True)
                 print(f"  joins: {joins(spark, since)}", flush=True)
             detail = (outcome.message, db.count, read, changed, largest_costs(db.timings))
@@ -153,7 +163,9 @@ def main() -> None:
             f"| {view} | {changed:,} | {r:.2f} s | {count} | {message} | {costs} | {rows:,} ({files}) | {b:.2f} s "
             f"| {b / r:.1f}x |"
         )
-    print(f"\nwindow views over hist of {args.rows:,} rows, {args.partitions:,} keys, mixed {args.fraction:.2%}:")
+    print(
+        f"\nwindow views over hist of {args.rows:,} rows, {args.partitions:,} keys, {args.kinds} {args.fraction:.2%}:"
+    )
     head = "| view | change rows | refresh | statements | outcome | largest costs | rows read (files) | rebuild |"
     print(f"{head} speed-up |")
     print("|---|---|---|---|---|---|---|---|---|")

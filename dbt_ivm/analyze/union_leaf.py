@@ -25,6 +25,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from dbt_ivm import verbatim
 from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
 from dbt_ivm.analyze.setops import SEPARATE_MODEL, analyzed_branches, normalized_query
+from dbt_ivm.analyze.shape import window_hidden_columns
 from dbt_ivm.ir import UNION_PLACEHOLDER, Branch, UnionLeaf, ViewClass, ViewPlan
 
 ModelPlanner = Callable[[exp.Select, Schema], ViewPlan]
@@ -246,4 +247,7 @@ def leaf_plan(found: Found, schema: Schema, plan_model: ModelPlanner) -> ViewPla
     if view_class is ViewClass.AGGREGATE and len(sources) > 1:
         view_class = ViewClass.AGGREGATE_JOIN
     leaf = UnionLeaf(plan.sources[0].alias, names, query, tuple(branches))
+    if plan.windows is not None and plan.windows.first:  # a leaf's partitions are recomputed whole
+        windows = dataclasses.replace(plan.windows, first=())
+        plan = dataclasses.replace(plan, windows=windows, hidden=window_hidden_columns(windows.partition_by))
     return dataclasses.replace(plan, view_class=view_class, sources=sources, union=leaf)

@@ -70,8 +70,10 @@ def windows(select: exp.Select, outer: exp.Select | None) -> Windows:
 
 
 def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Ordered, ...]:
-    """The ORDER BY of `select`'s one window, `ROW_NUMBER() OVER (… ORDER BY …) AS rn`, where the
-    query over it keeps `rn = 1` and nothing else: each partition's first row. () otherwise."""
+    """The ORDER BY of `select`'s one window, `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) AS
+    rn`, where the query over it keeps `rn = 1` and nothing else: each partition's first row; its
+    ORDER BY of plain columns (stored as they are: an expression may have a type the storage
+    cannot hold, an interval). () otherwise: the partitions are recomputed."""
     where = outer.args.get("where") if outer is not None else None
     if where is None or select.args.get("distinct") or not isinstance(where.this, exp.EQ):
         return ()
@@ -85,7 +87,9 @@ def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Order
     one = [s for s in sides if isinstance(s, exp.Literal) and not s.is_string and str(s.this) == "1"]
     named = [s for s in sides if isinstance(s, exp.Column) and s.name == output.alias]
     order = window.args.get("order")
-    if len(one) != 1 or len(named) != 1 or order is None:
+    if len(one) != 1 or len(named) != 1 or order is None or not window.args.get("partition_by"):
+        return ()
+    if not all(isinstance(o.this, exp.Column) for o in order.expressions):
         return ()
     return tuple(order.expressions)
 

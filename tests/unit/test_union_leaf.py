@@ -119,6 +119,7 @@ def test_keep_the_latest_over_the_union_in_a_subquery_or_ctes_stores_only_the_ro
         plan = analyze(sql, OUTER_SCHEMA)
         assert plan.view_class is ViewClass.WINDOW and plan.union is not None, sql
         assert windows.stored_filter(plan) is not None, sql  # `rn = 1`: one row per key stored
+        assert not plan.windows.first and not windows.kept_first(plan), sql  # a leaf's partitions: recomputed
         assert UNION_PLACEHOLDER in plan.query.sql() and UNION_PLACEHOLDER not in plan.normalized_sql, sql
         assert "UNION ALL" in plan.normalized_sql and plan.normalized_sql.endswith("`rn` = 1"), sql
 

@@ -216,6 +216,13 @@ def test_distinct_windows_store_one_row_per_distinct_row_and_net_the_change_rows
             [],
         ),
         (f"select key from (select key, rank() over ({BY_KEY}) as rn {H}) s where rn = 1", []),
+        # no PARTITION BY (one partition), an ORDER BY expression (its type may not be storable)
+        (f"select key from (select key, row_number() over (order by eff, id) as rn {H}) s where rn = 1", []),
+        (
+            f"select key from (select key, row_number() over (partition by key order by eff - id) as rn {H}) s "
+            "where rn = 1",
+            [],
+        ),
         (f"select id, row_number() over ({BY_KEY}) as rn {H}", []),
     ],
 )

@@ -95,7 +95,7 @@ def _select_plan(raw: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> Vi
     # a join over a UNION ALL, or a SELECT row by row over one, first (an aggregate or windows over the
     # join: the join over each branch as a leaf); any other query over one alone: a leaf; windows over a
     # join with one in the derived table a query reads: that join as a leaf
-    planner = functools.partial(_planned, declared=declared)
+    planner = functools.partial(analyze, functions=declared)  # a branch, or the query over a leaf
     checked = functools.partial(_checked, declared=declared)
     if joined := union_join.find(raw):
         if union_leaf_join.aggregates_or_windows(joined[0].select):
@@ -129,11 +129,6 @@ def _checked(query: exp.Select, declared: tuple[str, ...]) -> None:
     """The refusals on a raw tree that a model's SELECT takes before normalization."""
     check_constructs(query, frozenset(declared))
     check_groups(query)
-
-
-def _planned(query: exp.Expr, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
-    """A part of the model (a branch, the query over a leaf) analyzed as a model of its own."""
-    return analyze(query, schema, declared)
 
 
 def _window_plan(

@@ -30,7 +30,6 @@ from dbt_ivm.analyze.parsing import Schema, refuse
 from dbt_ivm.analyze.setops import analyzed_branches, normalized_query
 from dbt_ivm.analyze.union_join import OWN_MODEL, Joined, compared_columns, derived_branches, find
 from dbt_ivm.analyze.union_leaf import (
-    Found,
     ModelPlanner,
     derived_body,
     leaf_plan,
@@ -75,9 +74,8 @@ def leaf_join_plan(joined: tuple[Joined, ...], schema: Schema, plan_model: Model
     """The plan of the aggregate or window `joined[0].select` over a join with one UNION ALL: the
     aggregate's (window's) over the leaf of the join over each branch of the union. `check`
     refuses, on the query with the union's placeholder, what any model's raw tree may not hold."""
-    outer, body, distributed = _over_leaf(joined, schema, plan_model, check)
-    plan = leaf_plan(Found(outer, body, distributed.alias, None, outer.args["from_"].this), schema, plan_model)
-    return _distributed(plan, distributed)
+    outer, distributed = _over_leaf(joined, schema, plan_model, check)
+    return _leaf_plan(outer, schema, plan_model, distributed)
 
 
 def derived_join_plan(select: exp.Expr, schema: Schema, plan_model: ModelPlanner, check: Check) -> ViewPlan | None:
@@ -109,29 +107,32 @@ def derived_join_plan(select: exp.Expr, schema: Schema, plan_model: ModelPlanner
     joined = find(body)
     if not joined or not aggregates_or_windows(joined[0].select):
         return None
-    windows, _, distributed = _over_leaf(joined, schema, plan_model, check)
+    windows, distributed = _over_leaf(joined, schema, plan_model, check)
     query = select.copy()
     with_ = windows.args.get("with_")
     windows.set("with_", None)
     name = item.alias_or_name  # Spark reads a derived table without an alias too
     query.args["from_"].set("this", windows.subquery(_table_alias(name) if name else None))
     query.set("with_", with_)
+    return _leaf_plan(query, schema, plan_model, distributed)
+
+
+def _leaf_plan(query: exp.Select, schema: Schema, plan_model: ModelPlanner, distributed: DistributedUnion) -> ViewPlan:
+    """The plan of `query`, which reads the distributed join's UNION ALL as a leaf (`union_leaf`),
+    with that union kept for the build's type check."""
     found = find_leaf(query)
-    assert found is not None  # the windows read the leaf as their one FROM item
-    return _distributed(leaf_plan(found, schema, plan_model), distributed)
-
-
-def _distributed(plan: ViewPlan, distributed: DistributedUnion) -> ViewPlan:
+    assert found is not None  # the aggregate or windows read the leaf as their one FROM item
+    plan = leaf_plan(found, schema, plan_model)
     assert plan.union is not None
     return dataclasses.replace(plan, union=dataclasses.replace(plan.union, distributed=distributed))
 
 
 def _over_leaf(
     joined: tuple[Joined, ...], schema: Schema, plan_model: ModelPlanner, check: Check
-) -> tuple[exp.Select, exp.Union, DistributedUnion]:
+) -> tuple[exp.Select, DistributedUnion]:
     """The aggregate or window `joined[0].select` over a join with one UNION ALL, rewritten to read
-    the UNION ALL of the join over each branch of the union (under the union's alias), that UNION
-    ALL, and the distributed union whose compared columns a build checks."""
+    the UNION ALL of the join over each branch of the union (under the union's alias), and the
+    distributed union whose compared columns a build checks."""
     first = joined[0]
     if len(joined) > 1:
         raise refuse("an aggregate or a window over a join of two UNION ALL subqueries", first.union, OWN_MODEL)
@@ -165,7 +166,7 @@ def _over_leaf(
     outer.set("from_", exp.From(this=body.subquery(_table_alias(first.alias))))
     outer.set("with_", normalized.args.get("with_"))
     distributed = DistributedUnion(first.alias, normalized_query(shape, branches), tuple(derived), tuple(compared))
-    return outer, body, distributed
+    return outer, distributed
 
 
 def _item(select: exp.Select, position: int) -> exp.Expr:

@@ -50,6 +50,17 @@ from {orders}
 CUSTOMER_SPEND = (
     "select customer_id, count(*) as n, sum(amount) as total from {{{{ ref('order_customers') }}}} group by customer_id"
 )
+# keep-the-first: refreshed from the kept rows (`classes.windows.first_rows`)
+LATEST_ORDERS = (
+    "select customer_id, order_id, amount from (select customer_id, order_id, amount, row_number() over "
+    "(partition by customer_id order by amount desc, order_id) as rn from {orders}) s where rn = 1"
+)
+# an aggregate over a join with a UNION ALL: the join over each branch as a leaf (`analyze.union_leaf_join`)
+SPEND_BY_NAME = (
+    "select c.name, count(*) as n, sum(u.amount) as total from (select customer_id, amount from {orders} "
+    "union all select customer_id, 0.0 from {customers}) u join {customers} c on u.customer_id = c.customer_id "
+    "group by c.name"
+)
 MODELS = {
     "orders_mv": ORDERS_MV,  # single source
     "order_customers": ORDER_CUSTOMERS,  # inner join
@@ -62,10 +73,20 @@ MODELS = {
     "buyers": BUYERS,  # EXISTS (semi-join)
     "ids_counted": IDS_COUNTED,  # an aggregate over a UNION ALL
     "status_shares": STATUS_SHARES,  # calculated columns over an aggregate
+    "latest_orders": LATEST_ORDERS,  # keep-the-first
+    "spend_by_name": SPEND_BY_NAME,  # an aggregate over a join with a UNION ALL
 }
 # the views that read orders (v1..v4 by the refresh) and customers too
-READ_ORDERS = ("orders_mv", "order_customers", "customer_orders", "status_counts", "ranked_orders", "status_shares")
-READ_BOTH = ("order_customers", "customer_orders", "customer_ids", "buyers", "ids_counted")
+READ_ORDERS = (
+    "orders_mv",
+    "order_customers",
+    "customer_orders",
+    "status_counts",
+    "ranked_orders",
+    "status_shares",
+    "latest_orders",
+)
+READ_BOTH = ("order_customers", "customer_orders", "customer_ids", "buyers", "ids_counted", "spend_by_name")
 # over Spark Connect, two classes whose refreshes send the most kinds of statement (cached change
 # sets, SQL scripts, MERGE, the recompute of a lost extreme), for the suite's time: the engine's
 # statements do not depend on the method, and no class uses the JVM of the session

@@ -90,6 +90,10 @@ def explain(sql: str, schema: Schema, functions: Sequence[str] = ()) -> str:
     if plan.windows is not None:
         shared = ", ".join(p.sql(dialect=DIALECT) for p in plan.windows.partition_by)
         lines.append(f"partition by: {shared or 'none shared by every window: the whole view is one partition'}")
+        group = plan.windows.select.args.get("group")
+        if group is not None:
+            keys = ", ".join(g.sql(dialect=DIALECT) for g in group.expressions)
+            lines.append(f"windows over the groups of GROUP BY {keys}: a recomputed partition is aggregated again")
     if plan.aggregates:
         lines.append("aggregates:")
         lines += [f"  {a.call.sql(dialect=DIALECT)}: {a.function.value}" for a in plan.aggregates]

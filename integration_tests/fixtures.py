@@ -210,7 +210,10 @@ FROM_PARQUET = "select item_id, name from {parquet_items}"
 FROM_NO_CDF = "select item_id, name from {plain_items}"
 RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
 # A window over an aggregate: refused (a window over the rows alone is maintained by partition).
-WINDOW_FUNCTION = "select item_id, row_number() over (order by count(*)) as rn from {items} group by item_id"
+WINDOW_FUNCTION = (
+    "select s.item_id from (select item_id, row_number() over (order by item_id) as rn from {items}) s "
+    "join {items} i on s.item_id = i.item_id"
+)
 # A SQL function of the session (dbt runs on the same session): not a Spark built-in.
 UDF_FUNCTION = "CREATE OR REPLACE TEMPORARY FUNCTION ivm_twice(x DOUBLE) RETURNS DOUBLE RETURN x * 2"
 UDF_MODEL = "select item_id, ivm_twice(price) as p from {items}"

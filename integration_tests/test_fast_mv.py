@@ -462,7 +462,7 @@ class TestFastMvRefusals:
         assert "reserved prefix __ivm_" in line and "rename it" in line, line
 
         line = self.cause_line(msgs["window_function"], "window function")
-        assert "a window over an aggregate" in line and "materialized='table'" in line, line
+        assert "a subquery or CTE with window functions" in line and "materialized='table'" in line, line
 
         line = self.cause_line(msgs["undeclared_udf"], "ivm_twice")
         assert "not a Spark built-in" in line and "deterministic_functions=['ivm_twice']" in line, line

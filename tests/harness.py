@@ -878,8 +878,8 @@ CHAINS = Family(
 
 # Window views (`classes.windows`): every window function, NULL partition keys (k), rows moving
 # between partitions (an update of k), partitions emptied by deletes, ties under RANK, ROWS and
-# RANGE frames, windows over joins, the SCD-2 patterns, a view that is one partition, and SELECT
-# DISTINCT over windows (by a partition key it selects, and one partition). Where a
+# RANGE frames, windows over joins, the SCD-2 patterns, a view that is one partition, SELECT
+# DISTINCT over windows (by a partition key it selects, and one partition), and windows over groups. Where a
 # function's value depends on the order among ties, the ORDER BY is total (ts, id: ids are unique).
 WT = Table("w", (("id", "int"), ("k", "int"), ("ts", "int"), ("v", "string"), ("x", "double")), key="id")
 WL = Table("l", (("k", "int"), ("name", "string")))
@@ -888,38 +888,33 @@ WINDOWS = Family(
     "windows",
     (WT, WL),
     (
-        View("w_row_number", f"SELECT id, k, row_number() OVER ({_BY_TS}) AS rn FROM {{db}}.w"),
+        # the functions over one table, PARTITION BY k (NULL keys, rows moving by update), batched
+        # into few views: each view is a build and a refresh per round
         View(
             "w_ranks",
-            "SELECT id, k, ts, rank() OVER (PARTITION BY k ORDER BY ts) AS r, "
+            f"SELECT id, k, ts, row_number() OVER ({_BY_TS}) AS rn, rank() OVER (PARTITION BY k ORDER BY ts) AS r, "
             "dense_rank() OVER (PARTITION BY k ORDER BY ts DESC) AS dr, "
             "percent_rank() OVER (PARTITION BY k ORDER BY ts) AS pr, "
             "cume_dist() OVER (PARTITION BY k ORDER BY ts) AS cd FROM {db}.w",
         ),
         View("w_ntile", f"SELECT id, ntile(3) OVER ({_BY_TS}) AS nt FROM {{db}}.w WHERE v IS NOT NULL OR x > 1"),
         View(
-            "w_lag_lead",
-            f"SELECT id, lag(x, 2, -1.0) OVER ({_BY_TS}) AS l2, lead(v) OVER ({_BY_TS}) AS nv, "
-            f"lag(v, 1, 'none') OVER ({_BY_TS}) AS pv FROM {{db}}.w",
-        ),
-        View(
             "w_values",
             f"SELECT id, first_value(v) OVER ({_BY_TS}) AS fv, last_value(v) IGNORE NULLS OVER ({_BY_TS}) AS lv, "
             f"nth_value(x, 2) OVER ({_BY_TS}) AS n2, "
             "first_value(x) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND "
-            "UNBOUNDED FOLLOWING) AS whole FROM {db}.w",
+            f"UNBOUNDED FOLLOWING) AS whole, lag(x, 2, -1.0) OVER ({_BY_TS}) AS l2, lead(v) OVER ({_BY_TS}) AS nv, "
+            f"lag(v, 1, 'none') OVER ({_BY_TS}) AS pv, last_value(x, true) OVER (PARTITION BY k ORDER BY ts, id "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS x_filled FROM {db}.w",
         ),
-        View(
-            "w_frames",
-            "SELECT id, k, sum(x) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
-            "AS rolling, sum(x) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS ranged, "
-            f"count(*) OVER (PARTITION BY k) AS n, avg(x) OVER ({_BY_TS}) AS running, "
-            "max(v) OVER (PARTITION BY k) AS hi FROM {db}.w",
-        ),
-        View(
+        View(  # SCD-2 end dates and the current flag, beside aggregates over frames
             "w_scd2",
             f"SELECT id, k, ts AS eff, lead(ts) OVER ({_BY_TS}) AS end_ts, "
-            f"CASE WHEN lead(ts) OVER ({_BY_TS}) IS NULL THEN true ELSE false END AS is_current FROM {{db}}.w",
+            f"CASE WHEN lead(ts) OVER ({_BY_TS}) IS NULL THEN true ELSE false END AS is_current, "
+            "sum(x) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS rolling, "
+            "sum(x) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS ranged, "
+            f"count(*) OVER (PARTITION BY k) AS n, avg(x) OVER ({_BY_TS}) AS running, "
+            "max(v) OVER (PARTITION BY k) AS hi FROM {db}.w",
         ),
         View(
             "w_latest",
@@ -943,11 +938,6 @@ WINDOWS = Family(
             "w_first_where",
             "SELECT k, v, x, ts FROM (SELECT k, v, x, ts, row_number() OVER (PARTITION BY v ORDER BY x NULLS LAST, "
             "ts DESC, id) AS rn FROM {db}.w WHERE x IS NULL OR x > 0.7) s WHERE 1 = rn",
-        ),
-        View(
-            "w_forward_fill",
-            "SELECT id, k, last_value(x, true) OVER (PARTITION BY k ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING "
-            "AND CURRENT ROW) AS x_filled FROM {db}.w",
         ),
         View(
             "w_one_partition",
@@ -980,6 +970,21 @@ WINDOWS = Family(
             "FROM {db}.w",
         ),
         View("w_distinct_one", "SELECT DISTINCT v, max(x) OVER () AS top FROM {db}.w WHERE k IS NOT NULL"),
+        # windows over an aggregate's groups: partitioned by a group key (NULL keys, HAVING, an
+        # aggregate of the aggregate OVER the partition), and the top groups of each partition over a
+        # join, written as CTEs (merged into one grouped SELECT)
+        View(
+            "w_rank_groups",
+            "SELECT k, v, count(*) AS n, rank() OVER (PARTITION BY k ORDER BY count(*) DESC) AS r, "
+            "sum(count(*)) OVER (PARTITION BY k) AS kn, max(ts) AS last_ts FROM {db}.w GROUP BY k, v "
+            "HAVING min(ts) > 0 OR count(*) > 1",
+        ),
+        View(
+            "w_top_groups",
+            "WITH g AS (SELECT l.name, w.v, sum(w.ts) AS total FROM {db}.w w JOIN {db}.l l ON w.k = l.k "
+            "GROUP BY l.name, w.v), r AS (SELECT name, v, total, dense_rank() OVER (PARTITION BY name ORDER BY "
+            "total DESC) AS pos FROM g) SELECT name, v, total FROM r WHERE pos <= 2",
+        ),
     ),
     odds=(("w", 0.85), ("l", 0.35)),  # most views read w alone: change it most rounds
 )
@@ -1335,6 +1340,12 @@ UNIONS = Family(
             "SELECT u.k, u.g, c.z, lead(u.x) OVER (PARTITION BY c.z ORDER BY u.x, u.k, u.g) AS nx, count(*) OVER "
             "(PARTITION BY c.z) AS n FROM (SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y FROM {db}.lb) u "
             "LEFT JOIN {db}.lc c ON u.k = c.j",
+        ),
+        View(  # windows over the groups of an aggregate over the join with the union
+            "u_window_groups",
+            "SELECT c.z, u.g, count(*) AS n, rank() OVER (PARTITION BY c.z ORDER BY count(*) DESC) AS r FROM "
+            "(SELECT k, g, x FROM {db}.la UNION ALL SELECT k, g, y FROM {db}.lb) u JOIN {db}.lc c ON u.k = c.j "
+            "GROUP BY c.z, u.g",
         ),
         _agg(
             "u_expressions",

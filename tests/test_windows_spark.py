@@ -19,6 +19,11 @@ LATEST = (
 )
 ONE_PARTITION = f"select id, row_number() over (order by eff, id) as pos from {DB}.h"
 RANKED = f"select id, key, val, row_number() over (partition by key order by eff, id) as pos from {DB}.h"
+# windows over the groups: the touched partitions are the group key's values in the change rows
+GROUPS = (
+    f"select key, left(val, 2) as prefix, count(*) as n, rank() over (partition by key order by count(*) desc, "
+    f"left(val, 2)) as r from {DB}.h group by key, left(val, 2) having count(*) > 0"
+)
 
 
 @pytest.fixture()
@@ -47,7 +52,7 @@ def test_a_refresh_recomputes_exactly_the_partitions_its_change_touched(spark, s
     keep-the-first recomputes only those whose kept row the change removes, and settles the
     others by their kept row and the added rows (`windows.first_parts`)."""
     lines: list[str] = []
-    for name, sql in (("latest", LATEST), ("whole", ONE_PARTITION), ("ranked", RANKED)):
+    for name, sql in (("latest", LATEST), ("whole", ONE_PARTITION), ("ranked", RANKED), ("groups", GROUPS)):
         _mv(spark_db, name, sql, lines.append).materialize()
     before = _version(spark)
     spark.sql(f"update {DB}.h set val = 'changed' where id = 12")  # key 1
@@ -82,13 +87,15 @@ def test_a_refresh_recomputes_exactly_the_partitions_its_change_touched(spark, s
     outcome = _mv(spark_db, "ranked", RANKED, lines.append).materialize()
     assert f"fast_mv {DB}.ranked: 5 partitions recomputed" in lines
     assert outcome.path == "merge"
+    _mv(spark_db, "groups", GROUPS, lines.append).materialize()
+    assert f"fast_mv {DB}.groups: 5 partitions recomputed" in lines
     outcome = _mv(spark_db, "latest", LATEST, lines.append).materialize()
     assert f"fast_mv {DB}.latest: 1 partition recomputed, 4 settled by their kept rows" in lines
     assert outcome.path == "merge"
     whole = _mv(spark_db, "whole", ONE_PARTITION, lines.append)
     whole.materialize()
     assert f"fast_mv {DB}.whole: the one partition recomputed" in lines
-    for name in ("latest", "whole", "ranked"):
+    for name in ("latest", "whole", "ranked", "groups"):
         assert spark.sql(consistency_sql(spark_db, TableName(DB, name))).count() == 0
 
     # a keep-the-first whose change removes no kept row reads no source row for its partitions

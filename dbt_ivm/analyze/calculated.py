@@ -12,7 +12,11 @@ it is not evaluated there either). The view then computes each outer expression 
 state (`classes.aggregate_view`), on the same values and with the same types as the model's SQL,
 so division by zero, NULLs and ANSI errors come out as they do there.
 
-An aggregate, DISTINCT or a window over the grouped rows is refused: split it in two models.
+Windows over the groups merge the same way (`SELECT k, rank() OVER (ORDER BY a) FROM (SELECT k,
+sum(x) AS a …) s`: `SELECT k, rank() OVER (ORDER BY sum(x)) … GROUP BY k`): SQL computes a
+SELECT's windows after its GROUP BY and HAVING, over the groups, as the outer query does over the
+subquery's rows after its WHERE. An aggregate or DISTINCT over the grouped rows is refused: split
+it in two models.
 """
 
 from __future__ import annotations
@@ -33,11 +37,43 @@ def merge_calculated(tree: exp.Expr) -> exp.Expr:
     aggregating CTE merged into it; `tree` itself (not modified) when it is no such query."""
     found = _aggregate_read(tree)
     if found is None:
-        return tree
+        return _merged_under_windows(tree)
     assert isinstance(tree, exp.Select)
     inner, alias = found
     _check_outer(tree)
     return _merged(tree, inner, alias)
+
+
+def _merged_under_windows(tree: exp.Expr) -> exp.Expr:
+    """A query over windows over an aggregate's groups, `WITH a AS (<aggregate>), b AS (<windows
+    over a>) SELECT … FROM b WHERE r <= 3` (the top groups of each partition), with `b` merged into
+    `a`; `tree` itself when it is no such query."""
+    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+        return tree
+    with_ = tree.args.get("with_")
+    source = tree.args.get("from_")
+    if not isinstance(with_, exp.With) or len(with_.expressions) != 2 or source is None:
+        return tree
+    groups, windows = with_.expressions
+    table = source.this
+    if not isinstance(table, exp.Table) or table.db or table.name != windows.alias_or_name:
+        return tree
+    query = tree.copy()
+    query.set("with_", None)
+    if any(t.name == groups.alias_or_name and not t.db for t in query.find_all(exp.Table)):
+        return tree  # the query reads the aggregate itself too
+    over = windows.this.copy()
+    if not isinstance(over, exp.Select) or not any(e.find(exp.Window) for e in over.expressions):
+        return tree
+    over.set("with_", exp.With(expressions=[groups.copy()]))
+    found = _aggregate_read(over)
+    if found is None:
+        return tree
+    over.set("with_", None)
+    _check_outer(over)
+    cte = exp.CTE(this=_merged(over, *found), alias=windows.args["alias"].copy())
+    query.set("with_", exp.With(expressions=[cte]))
+    return query
 
 
 def aggregating(select: exp.Expr) -> bool:
@@ -69,11 +105,8 @@ def _aggregate_read(tree: exp.Expr) -> tuple[exp.Select, str] | None:
 
 
 def _check_outer(outer: exp.Select) -> None:
-    """The query over the groups only projects and filters them."""
-    for e in [*outer.expressions, outer.args.get("where")]:
-        window = e.find(exp.Window) if e is not None else None
-        if window is not None:
-            raise refuse(f"a window over an aggregate ({snippet(window)} over grouped rows)", window, SPLIT_HINT)
+    """The query over the groups only projects and filters them, or computes windows over them
+    (`analyze.windows`: the merged SELECT's windows are over its groups, after HAVING)."""
     for arg in ("group", "having", "distinct"):
         if outer.args.get(arg):
             raise refuse(

@@ -183,6 +183,8 @@ def _check_aggregate(node: exp.Expr) -> None:
             "count(DISTINCT …)), "
             "or use materialized='table' for this model",
         )
+    if in_window(node):
+        return  # over a GROUP BY's groups, a window's argument may aggregate them: SUM(SUM(x)) OVER (…)
     core = node.this if isinstance(node, (exp.Filter, exp.WithinGroup)) else node
     for inner in node.walk():
         if inner is not node and inner is not core and is_aggregate(inner):

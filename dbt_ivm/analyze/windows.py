@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt_ivm.analyze.functions import ORDER_SENSITIVE_AGGREGATES, aggregate_calls, aggregates_outside_windows, func_key
-from dbt_ivm.analyze.parsing import DIALECT, DISTINCT_SPLIT, SPLIT_HINT, refuse, snippet
+from dbt_ivm.analyze.parsing import DIALECT, DISTINCT_SPLIT, refuse, snippet
 from dbt_ivm.ir import Windows
 
 # Window functions whose value depends on the order of the rows in the partition (or frame):
@@ -75,7 +75,7 @@ def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Order
     ORDER BY of plain columns (stored as they are: an expression may have a type the storage
     cannot hold, an interval). () otherwise: the partitions are recomputed."""
     where = outer.args.get("where") if outer is not None else None
-    if where is None or select.args.get("distinct") or not isinstance(where.this, exp.EQ):
+    if where is None or select.args.get("distinct") or not isinstance(where.this, exp.EQ) or aggregated(select):
         return ()
     found = [(e, w) for e in select.expressions for w in e.find_all(exp.Window)]
     if len(found) != 1:
@@ -94,18 +94,26 @@ def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Order
     return tuple(order.expressions)
 
 
+def aggregated(select: exp.Select) -> bool:
+    """`select` aggregates (GROUP BY, HAVING or an aggregate outside its windows): its windows are
+    over its groups."""
+    if select.args.get("group") is not None or select.args.get("having") is not None:
+        return True
+    return any(aggregates_outside_windows(e) for e in select.expressions)
+
+
 def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
-    """No aggregation beside the windows; `at`: the node whose position the message gives."""
-    for arg, construct in (("group", "GROUP BY"), ("having", "HAVING")):
-        if select.args.get(arg) is not None:
-            raise refuse(
-                f"window functions together with {construct} (a window over an aggregate)",
-                at or select.args[arg],
-                SPLIT_HINT,
-            )
+    """Windows over the FROM's rows, or over the groups of the SELECT's own aggregate (no DISTINCT
+    then); `at`: the node whose position the message gives."""
     distinct = select.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         raise refuse("DISTINCT ON", distinct, "use GROUP BY")  # as `shape.aggregation` refuses it
+    if distinct is not None and aggregated(select):
+        raise refuse(
+            "window functions together with DISTINCT and GROUP BY or aggregates",
+            at or distinct,
+            "drop DISTINCT: the groups are distinct",
+        )
     if distinct is not None and not _distinct_within_partitions(select):
         raise refuse(
             "window functions together with DISTINCT over rows of several partitions (a PARTITION BY "
@@ -113,13 +121,6 @@ def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
             at or distinct,
             f"put every PARTITION BY expression in the SELECT list, or {DISTINCT_SPLIT}",
         )
-    for e in select.expressions:
-        for call in aggregates_outside_windows(e):
-            raise refuse(
-                f"aggregate {snippet(call)} beside window functions (a window over an aggregate)",
-                call,
-                SPLIT_HINT,
-            )
 
 
 def _check_outer(outer: exp.Select) -> None:
@@ -176,9 +177,14 @@ def _column_selected(partition: exp.Expr, outputs: list[exp.Expr]) -> bool:
 def _common_partition(select: exp.Select) -> tuple[exp.Expr, ...]:
     """The PARTITION BY expressions every window of `select` has (in the first one's order): a
     partition of them is a union of each window's partitions, so recomputing it whole recomputes
-    every window exactly. None shared: the whole view is one partition."""
+    every window exactly. None shared: the whole view is one partition.
+
+    Over an aggregate's groups, only those without an aggregate call: Spark computes them from the
+    GROUP BY expressions, so each group lies in one partition, and a partition's groups are
+    computed from the FROM's rows of that partition alone (the semi-join of a recompute keeps or
+    drops a group's rows together); an aggregate is no key of a change row."""
     found = [w for e in select.expressions for w in e.find_all(exp.Window)]
-    common = [p for p in (found[0].args.get("partition_by") or [])]
+    common = [p for p in (found[0].args.get("partition_by") or []) if not aggregates_outside_windows(p)]
     for w in found[1:]:
         texts = {p.sql(dialect=DIALECT) for p in w.args.get("partition_by") or []}
         common = [p for p in common if p.sql(dialect=DIALECT) in texts]

@@ -143,7 +143,8 @@ def touched_select(
     windows = _windows(plan)
     values = [p.copy().as_(ident(k)) for p, k in zip(windows.partition_by, _keys(plan), strict=True)]
     query = windows.select.copy()
-    query.set("distinct", None)  # the change rows, each with its multiplicity, not the view's rows
+    for arg in ("distinct", "group", "having"):  # the FROM's change rows, each with its multiplicity
+        query.set(arg, None)
     net: exp.Select | None
     if plan.union is not None:  # the leaf's change rows, already netted per source (`changes.change_select`)
         query.set("expressions", values)

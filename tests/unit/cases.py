@@ -25,6 +25,7 @@ INNER = ViewClass.INNER_JOIN
 OUTER = ViewClass.OUTER_JOIN
 AGG = ViewClass.AGGREGATE
 AGG_JOIN = ViewClass.AGGREGATE_JOIN
+WINDOW = ViewClass.WINDOW
 
 # Each schema lives in its own database, so the Spark test can create it without clashing.
 SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
@@ -1513,15 +1514,71 @@ ACCEPTED: list[Accepted] = [
         "g_0 count a_1 m_1",
         schema="odd",
     ),
+    # --- windows over an aggregate's groups (`analyze.windows`): recomputed by the PARTITION BY
+    # expressions without an aggregate (group keys), or whole; over a grouped subquery or CTE merged
+    ok(
+        "window_over_aggregate",
+        "select status, count(*) as n, rank() over (order by count(*)) as r from eq_shop.orders group by status",
+        WINDOW,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "window_over_aggregate_partitioned",
+        "select o.status, c.name, sum(o.amount) as total, dense_rank() over (partition by o.status order by "
+        "sum(o.amount) desc, c.name) as r, sum(sum(o.amount)) over (partition by o.status) as status_total, "
+        "count(*) over (partition by o.status, count(*)) as same_count from eq_shop.orders o join eq_shop.customers c "
+        "on o.customer_id = c.id group by o.status, c.name having count(*) > 0",
+        WINDOW,
+        "inner(o, c)",
+        "o:P c:P",
+        "p_0 count",
+    ),
+    ok(
+        "window_over_aggregate_left_join",
+        "select c.tier, r.name, count(o.id) as n, row_number() over (partition by c.tier order by count(o.id) desc, "
+        "r.name) as pos from eq_shop.customers c left join eq_shop.orders o on o.customer_id = c.id "
+        "left join eq_shop.regions r on c.region_id = r.id group by 1, 2",
+        WINDOW,
+        "left(left(c, o), r)",
+        "c:P o:N r:N",
+        "p_0 count",
+    ),
+    ok(
+        "window_over_aggregate_subquery",
+        "select t.status, rank() over (order by t.n) as r from "
+        "(select status, count(*) as n from eq_shop.orders group by status) t",
+        WINDOW,
+        "orders",
+        "orders:P",
+        "count",
+        normalized_has=("RANK() OVER (ORDER BY COUNT(*)) AS `r`",),
+    ),
+    ok(
+        "window_rows_over_aggregate",
+        "select * from (select status, n, row_number() over (order by n, status) as rn from "
+        "(select status, count(*) as n from eq_shop.orders group by status) t) w where rn = 1",
+        WINDOW,
+        "orders",
+        "orders:P",
+        "count",
+    ),
+    ok(
+        "top_groups_per_partition",
+        "with g as (select customer_id, status, sum(amount) as total from eq_shop.orders group by customer_id, "
+        "status), r as (select customer_id, status, total, rank() over (partition by customer_id order by total "
+        "desc) as pos from g where total > 0) select customer_id, status, total from r where pos <= 2",
+        WINDOW,
+        "orders",
+        "orders:P",
+        "p_0 count",
+        normalized_has=("HAVING (SUM(`orders`.`amount`) > 0)",),
+    ),
 ]
 
 REFUSED: list[Refused] = [
     # --- ordering, limits, windows ------------------------------------------------------------
-    no(
-        "window_over_aggregate",
-        "select status, count(*) as n, rank() over (order by count(*)) as r from eq_shop.orders group by status",
-        "window functions together with GROUP BY (a window over an aggregate)",
-    ),
     no(
         "window_unordered_first_value",
         "select id, first_value(amount) over (partition by customer_id) as f from eq_shop.orders",
@@ -1824,18 +1881,6 @@ REFUSED: list[Refused] = [
         "distinct_over_aggregate",
         "select distinct t.n from (select status, count(*) as n from eq_shop.orders group by status) t",
         "an aggregate over an aggregate (a DISTINCT",
-    ),
-    no(
-        "window_over_aggregate_subquery",
-        "select t.status, rank() over (order by t.n) as r from "
-        "(select status, count(*) as n from eq_shop.orders group by status) t",
-        "a window over an aggregate",
-    ),
-    no(
-        "window_rows_over_aggregate",
-        "select * from (select status, n, row_number() over (order by n, status) as rn from "
-        "(select status, count(*) as n from eq_shop.orders group by status) t) w where rn = 1",
-        "a grouped subquery or CTE",
     ),
     no(
         "calculated_group_by_integer_constant",

@@ -103,10 +103,10 @@ def test_accepted_window_views(sql, partition, columns):
     "sql,construct",
     [
         (
-            "select key, count(*) as n, rank() over (order by count(*)) as r from db.h group by key",
-            "window functions together with GROUP BY (a window over an aggregate)",
+            "select distinct key, count(*) as n, rank() over (order by count(*)) as r from db.h group by key",
+            "window functions together with DISTINCT and GROUP BY or aggregates",
         ),
-        ("select id, sum(id) over (partition by key) as s, max(id) as m from db.h", "a window over an aggregate"),
+        ("select key, sum(sum(id)) as s, rank() over (order by key) as r from db.h group by key", "nested aggregate"),
         (
             f"select distinct eff, min(eff) over (partition by key) as first_eff {H}",
             "DISTINCT over rows of several partitions (a PARTITION BY expression the windows share is not in",
@@ -153,6 +153,11 @@ def test_explain_names_the_partition_or_the_whole_view():
     assert "partition by: none shared by every window: the whole view is one partition" in whole
     assert "keep-the-first: only the partitions where a removed row has the kept row's ORDER BY values" in text
     assert "__ivm_o_0: ORDER BY value of the row a keep-the-first keeps of `h`.`eff`" in text
+    grouped = explain(
+        f"select key, count(*) as n, rank() over (partition by key order by val) as r {H} group by 1, val",
+        WINDOW_SCHEMA,
+    )
+    assert "windows over the groups of GROUP BY `h`.`key`, `h`.`val`: a recomputed partition is aggregated" in grouped
 
 
 def test_the_outer_query_reads_the_stored_rows():
@@ -253,3 +258,33 @@ def test_a_keep_the_first_recomputes_only_partitions_whose_kept_row_a_removed_ro
     both = render.sql(windows.first_delta(plan, BACKING, {"db.h": 4}, "parts", changes, True))
     assert "`db`.`h` VERSION AS OF 4" in both and "`__ivm_t`.`__ivm_r` = 1" in both
     assert windows.first_changes(plan, {"db.h": 3}, {"db.h": 3}, {}) is None
+
+
+def test_windows_over_groups_find_their_partitions_in_the_change_rows_and_recompute_whole_groups():
+    """A window over a GROUP BY's groups: the touched partitions are the group key's values in the
+    FROM's change rows (not grouped: a change row is no group), and a recomputed partition's
+    source rows are kept by the semi-join before they are grouped, so each group is whole; a
+    PARTITION BY expression with an aggregate is no key (the view is one partition)."""
+    sql = (
+        "select key, val, count(*) as n, rank() over (partition by key order by count(*) desc) as r, "
+        f"sum(sum(id)) over (partition by key) as total {H} group by key, val having count(*) > 1"
+    )
+    plan = analyze(sql, WINDOW_SCHEMA)
+    assert [p.sql(dialect=DIALECT) for p in plan.windows.partition_by] == ["`h`.`key`"]
+    assert plan.windows.first == ()
+    touched = render.sql(windows.touched_select(plan, {"db.h": 3}, {"db.h": 5}, {0: "chg0"}))
+    assert "COUNT(*)" not in touched and "GROUP BY `h`." not in touched
+    delta = render.sql(windows.delta_select(plan, BACKING, {"db.h": 5}, "parts"))
+    semi = delta.index("LEFT SEMI JOIN `parts`")
+    assert semi < delta.index("GROUP BY `h`.`key`, `h`.`val` HAVING COUNT(*) > 1") < delta.index("UNION ALL")
+    by_count = analyze(
+        f"select key, count(*) as n, rank() over (partition by count(*) order by key) as r {H} group by key",
+        WINDOW_SCHEMA,
+    )
+    assert by_count.windows.partition_by == ()
+    kept = analyze(
+        "select key, n from (select key, count(*) as n, row_number() over (partition by key order by count(*)) "
+        f"as rn {H} group by key, val) s where rn = 1",
+        WINDOW_SCHEMA,
+    )
+    assert kept.windows.first == ()  # a keep-the-first of groups is recomputed: its ORDER BY is an aggregate

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.functions import aggregate_calls, aggregates_outside_windows
+from dbt_ivm.analyze.functions import aggregates_outside_windows
 from dbt_ivm.analyze.parsing import SPLIT_HINT, refuse, snippet
 
 # What a substituted expression can be without parentheses (an operator's operand could regroup;
@@ -116,7 +116,7 @@ def _check_outer(outer: exp.Select) -> None:
                 SPLIT_HINT,
             )
     for e in outer.expressions:
-        call = next(aggregate_calls(e), None)
+        call = next(iter(aggregates_outside_windows(e)), None)  # SUM(n) OVER (…): a window over the groups
         if call is not None:
             raise refuse(
                 f"an aggregate over an aggregate ({snippet(call)} over a grouped subquery or CTE)", call, SPLIT_HINT
@@ -125,6 +125,13 @@ def _check_outer(outer: exp.Select) -> None:
 
 def _merged(outer: exp.Select, inner: exp.Select, alias: str) -> exp.Select:
     """The aggregate `inner` with `outer`'s select list and its WHERE as (more) HAVING."""
+    distinct = inner.args.get("distinct")
+    if distinct is not None and (inner.args.get("group") is not None or inner.args.get("having") is not None):
+        raise refuse(  # DISTINCT's groups would replace the GROUP BY's, and HAVING would filter them
+            "DISTINCT together with GROUP BY or HAVING in a subquery or CTE under a query over its rows",
+            distinct,
+            "drop DISTINCT and GROUP BY the selected columns, or split it into two fast_mv models (see Chains)",
+        )
     columns = {_name(p): p.this if isinstance(p, exp.Alias) else p for p in inner.expressions}
 
     def substitute(node: exp.Expr) -> exp.Expr:

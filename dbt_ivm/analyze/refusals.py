@@ -352,8 +352,9 @@ def check_merged(select: exp.Select) -> None:
             continue
         if aggregating(sub.this):
             raise refuse(
-                f"a grouped subquery or CTE ({snippet(sub)}) that the query joins to other rows or computes "
-                "windows over (only a query that projects and filters one aggregate's groups is merged)",
+                f"a grouped subquery or CTE ({snippet(sub)}) that the query joins to other rows or reads "
+                "another way (only a query that projects, filters or computes windows over one aggregate's groups is "
+                "merged)",
                 sub,
                 SPLIT_HINT,
             )

@@ -112,7 +112,7 @@ def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:
         raise refuse(
             "window functions together with DISTINCT and GROUP BY or aggregates",
             at or distinct,
-            "drop DISTINCT: the groups are distinct",
+            "GROUP BY only the selected columns and drop DISTINCT, or split it into two fast_mv models (see Chains)",
         )
     if distinct is not None and not _distinct_within_partitions(select):
         raise refuse(
@@ -179,12 +179,18 @@ def _common_partition(select: exp.Select) -> tuple[exp.Expr, ...]:
     partition of them is a union of each window's partitions, so recomputing it whole recomputes
     every window exactly. None shared: the whole view is one partition.
 
-    Over an aggregate's groups, only those without an aggregate call: Spark computes them from the
-    GROUP BY expressions, so each group lies in one partition, and a partition's groups are
-    computed from the FROM's rows of that partition alone (the semi-join of a recompute keeps or
-    drops a group's rows together); an aggregate is no key of a change row."""
+    Over an aggregate's groups, only those that are a GROUP BY expression as written: each group
+    lies in one partition, and a partition's groups are computed from the FROM's rows of that
+    partition alone (the semi-join of a recompute keeps or drops a group's rows together, with
+    the equality GROUP BY groups by: -0.0 and 0.0 are one group, as `<=>` compares them). Not an
+    aggregate (no key of a change row), nor another function of the keys (`CAST(x AS STRING)`
+    tells -0.0 from the group's 0.0, so a change row's key would select part of a group)."""
     found = [w for e in select.expressions for w in e.find_all(exp.Window)]
-    common = [p for p in (found[0].args.get("partition_by") or []) if not aggregates_outside_windows(p)]
+    common = list(found[0].args.get("partition_by") or [])
+    if aggregated(select):
+        group = select.args.get("group")
+        keys = {g.sql(dialect=DIALECT) for g in (group.expressions if group is not None else [])}
+        common = [p for p in common if p.sql(dialect=DIALECT) in keys]
     for w in found[1:]:
         texts = {p.sql(dialect=DIALECT) for p in w.args.get("partition_by") or []}
         common = [p for p in common if p.sql(dialect=DIALECT) in texts]

@@ -288,3 +288,41 @@ def test_windows_over_groups_find_their_partitions_in_the_change_rows_and_recomp
         WINDOW_SCHEMA,
     )
     assert kept.windows.first == ()  # a keep-the-first of groups is recomputed: its ORDER BY is an aggregate
+
+
+def test_windows_over_groups_partition_only_by_a_group_by_expression_as_written():
+    """Another function of the group keys is no partition key: `CAST(x AS STRING)` tells a change
+    row's -0.0 from its group's 0.0, so the touched key would select part of a group; the view is
+    then one partition. A windowed aggregate over a grouped subquery merges (`SUM(n) OVER`)."""
+    schema = {**WINDOW_SCHEMA, "db.d": {"id": "int", "k": "int", "x": "double"}}
+    cast = analyze(
+        "select x, count(*) as n, rank() over (partition by cast(x as string) order by count(*)) as r from db.d "
+        "group by x",
+        schema,
+    )
+    assert cast.windows.partition_by == ()
+    plain = analyze(
+        "select x, count(*) as n, rank() over (partition by x order by count(*)) as r from db.d group by 1", schema
+    )
+    assert [p.sql(dialect=DIALECT) for p in plain.windows.partition_by] == ["`d`.`x`"]
+    summed = analyze(
+        "select s.key, sum(s.n) over (partition by s.key) as kn from (select key, val, count(*) as n from db.h "
+        "group by key, val) s",
+        WINDOW_SCHEMA,
+    )
+    assert "SUM(COUNT(*)) OVER (PARTITION BY `h`.`key`) AS `kn`" in summed.normalized_sql
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the inner HAVING would filter DISTINCT's coarser groups, not GROUP BY's
+        "select s.p, rank() over (order by s.p) as r from (select distinct key % 2 as p from db.h group by key "
+        "having count(*) > 1) s",
+        "select s.p from (select distinct key % 2 as p from db.h group by key having count(*) > 1) s",
+    ],
+)
+def test_distinct_with_group_by_under_a_query_over_its_rows_is_refused(sql):
+    with pytest.raises(UnsupportedView) as info:
+        analyze(sql, WINDOW_SCHEMA)
+    assert "DISTINCT together with GROUP BY or HAVING in a subquery or CTE" in str(info.value)

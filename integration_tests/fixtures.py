@@ -209,7 +209,7 @@ PLAIN_ITEMS_TABLE = "item_id BIGINT, name STRING, price DOUBLE"
 FROM_PARQUET = "select item_id, name from {parquet_items}"
 FROM_NO_CDF = "select item_id, name from {plain_items}"
 RESERVED_PREFIX = "select item_id, name as __ivm_name from {items}"
-# A window over an aggregate: refused (a window over the rows alone is maintained by partition).
+# A windowed subquery joined to other rows: refused (windows over the rows or groups alone are maintained by partition).
 WINDOW_FUNCTION = (
     "select s.item_id from (select item_id, row_number() over (order by item_id) as rn from {items}) s "
     "join {items} i on s.item_id = i.item_id"

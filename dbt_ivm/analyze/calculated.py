@@ -48,16 +48,10 @@ def _merged_under_windows(tree: exp.Expr) -> exp.Expr:
     """A query over windows over an aggregate's groups, `WITH a AS (<aggregate>), b AS (<windows
     over a>) SELECT … FROM b WHERE r <= 3` (the top groups of each partition), with `b` merged into
     `a`; `tree` itself when it is no such query."""
-    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+    ctes = _ctes_read(tree, 2)
+    if ctes is None:
         return tree
-    with_ = tree.args.get("with_")
-    source = tree.args.get("from_")
-    if not isinstance(with_, exp.With) or len(with_.expressions) != 2 or source is None:
-        return tree
-    groups, windows = with_.expressions
-    table = source.this
-    if not isinstance(table, exp.Table) or table.db or table.name != windows.alias_or_name:
-        return tree
+    groups, windows = ctes
     query = tree.copy()
     query.set("with_", None)
     if any(t.name == groups.alias_or_name and not t.db for t in query.find_all(exp.Table)):
@@ -76,6 +70,20 @@ def _merged_under_windows(tree: exp.Expr) -> exp.Expr:
     return query
 
 
+def _ctes_read(tree: exp.Expr, count: int) -> list[exp.CTE] | None:
+    """The `count` CTEs of `tree` when it is a SELECT without joins whose FROM is the last of them."""
+    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+        return None
+    with_ = tree.args.get("with_")
+    source = tree.args.get("from_")
+    if not isinstance(with_, exp.With) or len(with_.expressions) != count or source is None:
+        return None
+    table = source.this
+    if not isinstance(table, exp.Table) or table.db or table.name != with_.expressions[-1].alias_or_name:
+        return None
+    return list(with_.expressions)
+
+
 def aggregating(select: exp.Expr) -> bool:
     """A SELECT that groups its rows: GROUP BY, HAVING, DISTINCT or an aggregate call (not a window's)."""
     if not isinstance(select, exp.Select):
@@ -88,16 +96,11 @@ def aggregating(select: exp.Expr) -> bool:
 def _aggregate_read(tree: exp.Expr) -> tuple[exp.Select, str] | None:
     """(the aggregating SELECT, the name the query reads it by) when `tree` reads one CTE, and
     nothing else, that groups without windows."""
-    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+    ctes = _ctes_read(tree, 1)
+    if ctes is None:
         return None
-    with_ = tree.args.get("with_")
-    source = tree.args.get("from_")
-    if not isinstance(with_, exp.With) or len(with_.expressions) != 1 or source is None:
-        return None
-    cte = with_.expressions[0]
-    table = source.this
-    if not isinstance(table, exp.Table) or table.db or table.name != cte.alias_or_name:
-        return None
+    cte = ctes[0]
+    table = tree.args["from_"].this
     inner = cte.this
     if not aggregating(inner) or any(e.find(exp.Window) for e in inner.expressions):
         return None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.functions import aggregates_outside_windows
+from dbt_ivm.analyze.functions import aggregated, aggregates_outside_windows
 from dbt_ivm.analyze.parsing import SPLIT_HINT, refuse, snippet
 
 # What a substituted expression can be without parentheses (an operator's operand could regroup;
@@ -88,9 +88,7 @@ def aggregating(select: exp.Expr) -> bool:
     """A SELECT that groups its rows: GROUP BY, HAVING, DISTINCT or an aggregate call (not a window's)."""
     if not isinstance(select, exp.Select):
         return False
-    if any(select.args.get(arg) for arg in ("group", "having", "distinct")):
-        return True
-    return any(aggregates_outside_windows(e) for e in select.expressions)
+    return bool(select.args.get("distinct")) or aggregated(select)
 
 
 def _aggregate_read(tree: exp.Expr) -> tuple[exp.Select, str] | None:

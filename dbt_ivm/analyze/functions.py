@@ -174,6 +174,14 @@ def aggregates_outside_windows(expr: exp.Expr) -> list[exp.Expr]:
     return [c for child in expr.iter_expressions() for c in aggregates_outside_windows(child)]
 
 
+def aggregated(select: exp.Select) -> bool:
+    """`select` aggregates its rows: GROUP BY, HAVING or an aggregate call outside its windows (its
+    windows, if any, are then over its groups)."""
+    if select.args.get("group") is not None or select.args.get("having") is not None:
+        return True
+    return any(aggregates_outside_windows(e) for e in select.expressions)
+
+
 def aggregate_rule(call: exp.Expr) -> tuple[AggregateFunction, exp.Expr | None]:
     """The maintenance rule of an aggregate call and its argument (None: none, or recomputed)."""
     function = ALGEBRAIC_AGGREGATES.get(type(call))

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt_ivm.analyze.functions import ORDER_SENSITIVE_AGGREGATES, aggregate_calls, aggregates_outside_windows, func_key
+from dbt_ivm.analyze.functions import (
+    ORDER_SENSITIVE_AGGREGATES,
+    aggregate_calls,
+    aggregated,
+    func_key,
+)
 from dbt_ivm.analyze.parsing import DIALECT, DISTINCT_SPLIT, refuse, snippet
 from dbt_ivm.ir import Windows
 
@@ -92,14 +97,6 @@ def _kept_first(select: exp.Select, outer: exp.Select | None) -> tuple[exp.Order
     if not all(isinstance(o.this, exp.Column) for o in order.expressions):
         return ()
     return tuple(order.expressions)
-
-
-def aggregated(select: exp.Select) -> bool:
-    """`select` aggregates (GROUP BY, HAVING or an aggregate outside its windows): its windows are
-    over its groups."""
-    if select.args.get("group") is not None or select.args.get("having") is not None:
-        return True
-    return any(aggregates_outside_windows(e) for e in select.expressions)
 
 
 def _check_rows(select: exp.Select, at: exp.Expr | None = None) -> None:

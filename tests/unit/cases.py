@@ -1515,7 +1515,7 @@ ACCEPTED: list[Accepted] = [
         schema="odd",
     ),
     # --- windows over an aggregate's groups (`analyze.windows`): recomputed by the PARTITION BY
-    # expressions without an aggregate (group keys), or whole; over a grouped subquery or CTE merged
+    # expressions that are GROUP BY expressions, or whole; over a grouped subquery or CTE merged
     ok(
         "window_over_aggregate",
         "select status, count(*) as n, rank() over (order by count(*)) as r from eq_shop.orders group by status",

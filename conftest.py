@@ -14,7 +14,7 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 # The parallel collector: the suite's work is many small Spark jobs on 2 cores, all CPU-bound, and
 # G1's concurrent threads take cores from them (the single, joins and aggregates samples: 168-171 s
 # against 187-194 s with G1, 2026-11-25). Tests only: the benchmarks keep the JVM's default.
-# C2 compiles a method after 4x the default invocations: the JIT compilers took a quarter of the
+# Each tier (C1, C2) compiles a method after 4x the default invocations: the compilers took 30 % of the
 # JVM's CPU in a 5-minute slice (C2 123 s, C1 25 s of 494 s), compiling Spark's wide code for
 # statements that each run a few times (the joins, aggregates and outer samples in one JVM: 258
 # and 274 s wall, 408 and 433 s JVM CPU, against 271 and 299 s, 461 and 507 s without; the

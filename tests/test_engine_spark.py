@@ -180,7 +180,8 @@ def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spa
         return Maintainer(spark_db, TableName(DB, "ev"), sql, refresh_policy="incremental", cluster_by=cluster_by)
 
     view().materialize()
-    assert spark.sql(f"DESCRIBE DETAIL {DB}.ev__ivm").collect()[0]["numFiles"] >= 10
+    built = spark.sql(f"DESCRIBE DETAIL {DB}.ev__ivm").collect()[0]["numFiles"]
+    assert built >= 10  # 12 or 13: each sorted partition of the write ends in a smaller file
     assert "storage: sorted by (at) at its last build" in explain_view(spark_db, TableName(DB, "ev"))
     assert spark.conf.get(layout.MAX_RECORDS_CONF) == "0"  # the session's own settings are back
     assert spark.conf.get(layout.SORT_AGGREGATE_CONF) == "false"
@@ -198,7 +199,7 @@ def test_cluster_by_sorts_the_storage_so_a_local_change_reads_only_its_files(spa
         in merge
     )
     # Delta skipped every file but the NULLs' (sorted first) and the newest rows'
-    assert merge_files(spark, since) == {"before skipping": 12, "after skipping": 2}
+    assert merge_files(spark, since) == {"before skipping": built, "after skipping": 2}
     assert_consistent(spark, spark_db, "ev")
     logged = []
     Maintainer(spark_db, TableName(DB, "ev"), sql, logged.append, refresh_policy="incremental").materialize()

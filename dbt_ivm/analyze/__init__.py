@@ -163,6 +163,7 @@ def _window_plan(
 
 def _plan(select: exp.Select, schema: Schema, declared: tuple[str, ...]) -> ViewPlan:
     """The plan of a normalized SELECT whose outer joins are as inner as its predicates allow."""
+    select = shape.without_redundant_distinct(select)
     sources, tree = join_tree(select, schema)
     where = select.args.get("where")
     outputs = shape.output_columns(select)

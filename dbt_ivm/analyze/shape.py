@@ -51,6 +51,34 @@ def output_columns(select: exp.Select) -> tuple[OutputColumn, ...]:
     return tuple(outputs)
 
 
+def without_redundant_distinct(select: exp.Select) -> exp.Select:
+    """`select` without its DISTINCT where its rows are distinct already, else `select` itself:
+    a global aggregate (one row at most) or groups of which every GROUP BY expression is selected
+    (one row per group). DISTINCT changes nothing there, and the view is the aggregate it is."""
+    distinct = select.args.get("distinct")
+    group = select.args.get("group")
+    if distinct is None or distinct.args.get("on") or any(e.find(exp.Window) for e in select.expressions):
+        return select
+    if group is None:
+        if not any(True for e in select.expressions for _ in aggregate_calls(e)) and not select.args.get("having"):
+            return select
+    elif any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")) or not all(
+        _selected(key, select.expressions) for key in group.expressions
+    ):
+        return select
+    stripped = select.copy()
+    stripped.set("distinct", None)
+    return stripped
+
+
+def _selected(key: exp.Expr, projections: list[exp.Expr]) -> bool:
+    """GROUP BY expression `key` is one of `projections`, or an ordinal pointing at one (an alias is
+    not trusted: Spark resolves a name that is also a column of the FROM to the column)."""
+    if isinstance(key, exp.Literal) and key.is_int:
+        return 1 <= int(key.name) <= len(projections)
+    return any((p.this if isinstance(p, exp.Alias) else p) == key for p in projections)
+
+
 def aggregation(
     select: exp.Select, outputs: tuple[OutputColumn, ...]
 ) -> tuple[tuple[exp.Expr, ...], tuple[Aggregate, ...], exp.Expr | None, bool]:
@@ -63,7 +91,12 @@ def aggregation(
     if distinct and select.args["distinct"].args.get("on"):
         raise refuse("DISTINCT ON", select.args["distinct"], "use GROUP BY")
     if distinct and group_by:
-        raise refuse("DISTINCT together with GROUP BY", select, "drop DISTINCT: GROUP BY rows are distinct")
+        raise refuse(  # `without_redundant_distinct` took it away where every group is one distinct row
+            "DISTINCT together with GROUP BY over columns it does not select",
+            select,
+            "select every GROUP BY column (DISTINCT is then redundant), or split it into two fast_mv models "
+            "(see Chains)",
+        )
     _check_aggregate_places(select)
     calls = [agg for out in outputs for agg in aggregate_calls(out.expression)]
     if having is not None:

@@ -716,6 +716,25 @@ ACCEPTED: list[Accepted] = [
         "orders:P",
         "count nn_1 a_1",
     ),
+    # DISTINCT over rows that are distinct already: each group one row, or the one row of a global aggregate
+    ok(
+        "distinct_group_by",
+        "select distinct status, count(*) as n from eq_shop.orders group by status",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 count",
+    ),
+    ok(
+        "distinct_group_by_ordinal_and_having",
+        "select distinct customer_id, status, max(amount) as m from eq_shop.orders group by 2, customer_id "
+        "having count(*) > 1",
+        AGG,
+        "orders",
+        "orders:P",
+        "g_0 g_1 count a_0 m_0",
+    ),
+    ok("distinct_aggregate", "select distinct count(*) as n from eq_shop.orders", AGG, "orders", "orders:P", "count"),
     ok(
         "global_aggregate_maybe_empty",
         "select count(*) as n, max(name) as top from eq_shop.regions",
@@ -1841,11 +1860,20 @@ REFUSED: list[Refused] = [
     ),
     no("distinct_on", "select distinct on (status) status, id from eq_shop.orders", "DISTINCT ON"),
     no(
-        "distinct_group_by",
-        "select distinct status, count(*) as n from eq_shop.orders group by status",
-        "DISTINCT together with GROUP BY",
+        "distinct_group_by_unselected",
+        "select distinct count(*) as n from eq_shop.orders group by status",
+        "DISTINCT together with GROUP BY over columns it does not select",
     ),
-    no("distinct_aggregate", "select distinct count(*) as n from eq_shop.orders", "DISTINCT together with aggregates"),
+    no(
+        "distinct_group_by_one_unselected",
+        "select distinct status, count(*) as n from eq_shop.orders group by status, customer_id",
+        "DISTINCT together with GROUP BY over columns it does not select",
+    ),
+    no(
+        "distinct_group_by_alias_not_trusted",
+        "select distinct upper(status) as status, count(*) as n from eq_shop.orders group by status",
+        "DISTINCT together with GROUP BY over columns it does not select",
+    ),
     # --- subqueries that cannot be merged ------------------------------------------------------------------
     no(
         "cte_group_by_joined",

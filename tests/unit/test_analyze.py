@@ -93,6 +93,21 @@ def test_refused(case):
 SHOP = SCHEMAS["shop"]
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select distinct status, count(*) as n from eq_shop.orders group by status",
+        "select distinct customer_id, status, max(amount) as m from eq_shop.orders group by 2, customer_id "
+        "having count(*) > 1",
+        "select distinct count(*) as n, sum(amount) as s from eq_shop.orders",
+    ],
+)
+def test_a_distinct_over_rows_distinct_already_is_the_plan_without_it(sql):
+    """Each group is one row (every GROUP BY expression selected), or a global aggregate's one row:
+    the view is maintained exactly as the same SQL without DISTINCT, every refresh path included."""
+    assert analyze(sql, SHOP) == analyze(sql.replace("select distinct", "select"), SHOP)
+
+
 def test_refusal_gives_the_position():
     with pytest.raises(UnsupportedView) as info:
         analyze("select id\nfrom eq_shop.orders\nlimit 3", SHOP)

@@ -15,10 +15,11 @@ fi
 stamp=.venv/.dbt-ivm-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "== installing dbt-ivm and its dependencies (first time: a few minutes)"
-  # uv when it installs (half pip's time on a fresh machine: 52 s against 116 s without caches,
-  # the same versions resolved, 2026-11-29); pip where it cannot be had
-  if .venv/bin/python -m pip install --quiet uv 2>/dev/null; then
-    .venv/bin/uv pip install --quiet --python .venv/bin/python -e ".[test]"
+  # uv where it installs and reaches the index (half pip's time on a fresh machine: 52 s against
+  # 116 s without caches, the same versions resolved, 2026-11-29); pip otherwise
+  if .venv/bin/python -m pip install --quiet uv 2>/dev/null &&
+    .venv/bin/uv pip install --quiet --python .venv/bin/python ${PIP_FIND_LINKS:+--find-links "$PIP_FIND_LINKS"} -e ".[test]"; then
+    :
   else
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -e ".[test]"

@@ -11,7 +11,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 
 from dbt_ivm.aggregates import rule
 from dbt_ivm.aggregates import state as aggregate_state
-from dbt_ivm.analyze.functions import aggregate_calls, aggregate_rule, is_aggregate
+from dbt_ivm.analyze.functions import aggregate_calls, aggregate_rule, aggregated, is_aggregate
 from dbt_ivm.analyze.parsing import DIALECT, Schema, nested_schema, refuse, snippet
 from dbt_ivm.ir import (
     COUNT_COLUMN,
@@ -60,11 +60,12 @@ def without_redundant_distinct(select: exp.Select) -> exp.Select:
     if distinct is None or distinct.args.get("on") or any(e.find(exp.Window) for e in select.expressions):
         return select
     if group is None:
-        if not any(True for e in select.expressions for _ in aggregate_calls(e)) and not select.args.get("having"):
-            return select
-    elif any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")) or not all(
-        _selected(key, select.expressions) for key in group.expressions
-    ):
+        redundant = aggregated(select)  # a global aggregate: one row at most
+    else:
+        redundant = not any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")) and all(
+            _selected(key, select.expressions) for key in group.expressions
+        )
+    if not redundant:
         return select
     stripped = select.copy()
     stripped.set("distinct", None)
@@ -101,8 +102,6 @@ def aggregation(
     calls = [agg for out in outputs for agg in aggregate_calls(out.expression)]
     if having is not None:
         calls += list(aggregate_calls(having))
-    if distinct and calls:
-        raise refuse("DISTINCT together with aggregates", select, "drop DISTINCT, or GROUP BY the columns")
     if group_by or calls or having is not None:  # HAVING alone makes Spark aggregate globally
         _check_grouped(outputs, having, group_by)
     # An ordinal qualify left in place points at a constant output (GROUP BY 2 of `'web' AS channel`).

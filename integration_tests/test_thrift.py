@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt_and_capture
 
 from integration_tests.fixtures import (
     BUYERS,
@@ -112,6 +113,18 @@ def statuses(results) -> dict[str, str]:
     return {r.node.name: str(r.status) for r in results}
 
 
+def dbt_over_thrift(server: ThriftServer, *args: str) -> tuple[Any, str]:
+    """dbt's results and log; a failed run's assertion says which nodes failed, with what, and
+    the server log's errors (a CI run shows the failure's text, not the captured output)."""
+    results, logs = run_dbt_and_capture([*args, "--threads", "4"], expect_pass=None)
+    failed = {r.node.name: r.message for r in results if str(r.status) not in ("success", "pass")}
+    if failed:
+        log = (server.home / "server.log").read_text(errors="replace").splitlines()
+        errors = [line for line in log if " ERROR " in line or "Exception" in line][-20:]
+        raise AssertionError(f"dbt {args[0]} failed: {failed}\nserver.log:\n" + "\n".join(errors))
+    return results, logs
+
+
 @pytest.fixture(scope="module")
 def server(thrift_server: ThriftServer) -> ThriftServer:
     """The one server of both classes: module-scoped, so that they run on one xdist worker."""
@@ -134,15 +147,15 @@ class TestFastMvOverThrift:
             project.run_sql(f"CREATE TABLE {{schema}}.{name} ({columns}) {CDF}")
             project.run_sql(f"INSERT INTO {{schema}}.{name} VALUES {rows}")
 
-    def test_build_refresh_consistency_no_changes(self, project):
+    def test_build_refresh_consistency_no_changes(self, project, server):
         schema = project.test_schema
-        msgs = messages(run_dbt(["run", "--threads", "4"]))
+        msgs = messages(dbt_over_thrift(server, "run")[0])
         assert len(msgs) == len(MODELS) and all(m.startswith("built") for m in msgs.values()), msgs
 
         for statement in CHANGES:
             project.run_sql(statement.format(**{t: f"{schema}.{t}" for t in SOURCES}))
         # the refresh, then each view's fast_mv_consistent test
-        results, logs = run_dbt_and_capture(["build", "--threads", "4"])
+        results, logs = dbt_over_thrift(server, "build")
         msgs = messages(results)
         for name in (*READ_ORDERS, *READ_BOTH):
             assert REFRESHED.match(msgs[name]), msgs
@@ -154,7 +167,7 @@ class TestFastMvOverThrift:
         assert "appending the new rows" in logs
         assert len(results) == 2 * len(MODELS) and set(statuses(results).values()) == {"success", "pass"}
 
-        msgs = messages(run_dbt(["run", "--threads", "4"]))
+        msgs = messages(dbt_over_thrift(server, "run")[0])
         assert msgs == dict.fromkeys(MODELS, "no changes")
 
 

@@ -45,8 +45,10 @@ class _ConnectionDatabase:
     def query(self, sql: str) -> list[dict[str, Any]]:
         self._reopened()
         _, cursor = faults.around(sql, lambda: self.adapter.connections.add_query(sql, auto_begin=False))
-        names = [d[0] for d in cursor.description or []]
-        return [dict(zip(names, tuple(row), strict=True)) for row in cursor.fetchall() or []]
+        with self.adapter.connections.exception_handler(sql):  # a failed fetch as dbt's `execute` says it
+            names = [d[0] for d in cursor.description or []]
+            rows = cursor.fetchall() or []
+        return [dict(zip(names, tuple(row), strict=True)) for row in rows]
 
     def _reopened(self) -> None:
         """A new connection in place of one found dead (`BackoffPolling.gone`: a statement's answer

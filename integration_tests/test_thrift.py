@@ -113,15 +113,18 @@ def statuses(results) -> dict[str, str]:
     return {r.node.name: str(r.status) for r in results}
 
 
-def dbt_over_thrift(server: ThriftServer, *args: str) -> tuple[Any, str]:
-    """dbt's results and log; a failed run's assertion says which nodes failed, with what, and
-    the server log's errors (a CI run shows the failure's text, not the captured output)."""
+def dbt_over_thrift(logs_dir: str, server: ThriftServer, *args: str) -> tuple[Any, str]:
+    """dbt's results and log; a failed run's assertion says which nodes failed, with what, the
+    last traceback of dbt's debug log and the server log's errors (a CI run shows the failure's
+    text, not the captured output)."""
     results, logs = run_dbt_and_capture([*args, "--threads", "4"], expect_pass=None)
     failed = {r.node.name: r.message for r in results if str(r.status) not in ("success", "pass")}
     if failed:
-        log = (server.home / "server.log").read_text(errors="replace").splitlines()
-        errors = [line for line in log if " ERROR " in line or "Exception" in line][-20:]
-        raise AssertionError(f"dbt {args[0]} failed: {failed}\nserver.log:\n" + "\n".join(errors))
+        debug = (Path(logs_dir) / "dbt.log").read_text(errors="replace")
+        traceback = debug[debug.rfind("Traceback") :][:4000] if "Traceback" in debug else ""
+        server_log = (server.home / "server.log").read_text(errors="replace").splitlines()
+        errors = [line for line in server_log if " ERROR " in line or "Exception" in line][-20:]
+        raise AssertionError(f"dbt {args[0]} failed: {failed}\n{traceback}\nserver.log:\n" + "\n".join(errors))
     return results, logs
 
 
@@ -147,15 +150,15 @@ class TestFastMvOverThrift:
             project.run_sql(f"CREATE TABLE {{schema}}.{name} ({columns}) {CDF}")
             project.run_sql(f"INSERT INTO {{schema}}.{name} VALUES {rows}")
 
-    def test_build_refresh_consistency_no_changes(self, project, server):
+    def test_build_refresh_consistency_no_changes(self, project, server, logs_dir):
         schema = project.test_schema
-        msgs = messages(dbt_over_thrift(server, "run")[0])
+        msgs = messages(dbt_over_thrift(logs_dir, server, "run")[0])
         assert len(msgs) == len(MODELS) and all(m.startswith("built") for m in msgs.values()), msgs
 
         for statement in CHANGES:
             project.run_sql(statement.format(**{t: f"{schema}.{t}" for t in SOURCES}))
         # the refresh, then each view's fast_mv_consistent test
-        results, logs = dbt_over_thrift(server, "build")
+        results, logs = dbt_over_thrift(logs_dir, server, "build")
         msgs = messages(results)
         for name in (*READ_ORDERS, *READ_BOTH):
             assert REFRESHED.match(msgs[name]), msgs
@@ -167,7 +170,7 @@ class TestFastMvOverThrift:
         assert "appending the new rows" in logs
         assert len(results) == 2 * len(MODELS) and set(statuses(results).values()) == {"success", "pass"}
 
-        msgs = messages(dbt_over_thrift(server, "run")[0])
+        msgs = messages(dbt_over_thrift(logs_dir, server, "run")[0])
         assert msgs == dict.fromkeys(MODELS, "no changes")
 
 

@@ -30,6 +30,11 @@ from dbt_ivm.ir import (
 from dbt_ivm.render import conjuncts
 
 HINT = "write it as a join, or use materialized='table'"
+# what can be written instead of a subquery that aggregates (a join to a grouped subquery is refused too)
+OWN_MODEL_HINT = (
+    "compute the subquery in a fast_mv model of its own and read that model with ref() instead (a fast_mv "
+    "can read another; a one-row aggregate by a CROSS JOIN), or use materialized='table'"
+)
 CORRELATION_HINT = (
     "correlate the subquery by equalities of its columns with the outer query's only (s.k = r.k), or use "
     "materialized='table'"
@@ -70,7 +75,7 @@ def check_subquery(node: exp.Expr) -> None:
     if isinstance(test, (exp.Any, exp.All)):
         raise refuse(f"{test.key.upper()} (subquery) {snippet(test)}", test, HINT)
     if test is None or _test_query(test) is None:
-        raise refuse(f"scalar subquery {snippet(node)}", node, HINT)
+        raise refuse(f"scalar subquery {snippet(node)}", node, OWN_MODEL_HINT)
     place = test.parent
     while place is not None and not isinstance(place, (exp.Where, exp.Select, exp.Join, exp.Having, exp.Group)):
         place = place.parent
@@ -189,9 +194,9 @@ def _test(
 ) -> tuple[SubqueryTest, tuple[Source, ...]]:
     for arg, construct in (("group", "GROUP BY"), ("having", "HAVING"), ("with_", "WITH")):
         if sub.args.get(arg) is not None:
-            raise refuse(f"{construct} inside a subquery ({snippet(node)})", node, HINT)
+            raise refuse(f"{construct} inside a subquery ({snippet(node)})", node, OWN_MODEL_HINT)
     if any(n for n in sub.walk() if is_aggregate(n) or isinstance(n, exp.Window)):
-        raise refuse(f"an aggregate or window inside a subquery ({snippet(node)})", node, HINT)
+        raise refuse(f"an aggregate or window inside a subquery ({snippet(node)})", node, OWN_MODEL_HINT)
     local, tree = join_tree(sub, schema)
     inner = {s.alias for s in local}
     pairs, own = _correlations(node, sub, inner)

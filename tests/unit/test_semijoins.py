@@ -157,6 +157,32 @@ def test_refused_by_name(sql, message):
         analyze(sql, OUTER_SCHEMA)
 
 
+@pytest.mark.parametrize(
+    "sql,as_join,instead",
+    [
+        (
+            "select id from db.o where amt > (select max(amt) from db.o)",
+            "select o.id from db.o o cross join (select max(amt) as top from db.o) m where o.amt > m.top",
+            "select o.id from db.o o cross join db.m m where o.amt > m.top",
+        ),
+        (
+            "select id from db.o where cust in (select max(cid) from db.c group by name)",
+            "select o.id from db.o o join (select max(cid) as top from db.c group by name) m on o.cust = m.top",
+            "select id from db.o where cust in (select top from db.m)",
+        ),
+    ],
+)
+def test_a_subquery_that_aggregates_is_refused_with_what_is_accepted_instead(sql, as_join, instead):
+    """The hint is not "write it as a join": a join to a grouped subquery is refused too. A model
+    of its own (`db.m`: the subquery's one row, or its groups) read by ref() is accepted."""
+    with pytest.raises(UnsupportedView, match=r"fast_mv model of its own and read that model with ref\(\)"):
+        analyze(sql, OUTER_SCHEMA)
+    with pytest.raises(UnsupportedView, match="a grouped subquery or CTE"):
+        analyze(as_join, OUTER_SCHEMA)
+    accepted = analyze(instead, {**OUTER_SCHEMA, "db.m": {"top": "double"}})
+    assert accepted.view_class in (ViewClass.INNER_JOIN, ViewClass.SEMI_JOIN)
+
+
 def test_a_test_over_a_window_or_aggregate_relation_is_refused_as_such():
     """Not as a FROM subquery that could not be merged: the message names the test and the
     relation, and says to chain two models."""

@@ -8,7 +8,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from dbt.adapters.spark.connections import PyhiveConnectionWrapper, ThriftState
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper, SparkConnectionManager, ThriftState
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.ivm_spark import faults
@@ -217,6 +217,8 @@ def test_a_connection_found_dead_is_replaced_before_the_engine_s_next_statement(
         def open(self, connection):
             connection.handle, connection.state = "new", "open"
 
+        exception_handler = SparkConnectionManager.exception_handler  # dbt-spark's own
+
         def add_query(self, sql, auto_begin):
             self.sent.append((self.connection.handle, sql))
             return self.connection, SimpleNamespace(description=[("a",)], fetchall=lambda: [(1,)])
@@ -228,3 +230,8 @@ def test_a_connection_found_dead_is_replaced_before_the_engine_s_next_statement(
         assert db.query("DESCRIBE HISTORY s.v__ivm") == [{"a": 1}]
         db.execute("RESET a")
         assert adapter.connections.sent == [(expected, "DESCRIBE HISTORY s.v__ivm"), (expected, "RESET a")]
+    # a fetch that fails is dbt's error, as dbt-spark's `execute` says it, not an unhandled one
+    adapter = SimpleNamespace(connections=Connections(live))
+    adapter.connections.add_query = lambda sql, auto_begin: (None, SimpleNamespace(description=[], fetchall=dead))
+    with pytest.raises(DbtRuntimeError, match="the socket is closed"):
+        _ConnectionDatabase(adapter).query("DESCRIBE HISTORY s.v__ivm")  # type: ignore[arg-type]

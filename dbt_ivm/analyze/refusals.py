@@ -101,8 +101,9 @@ def _is_predicate_subquery(node: exp.Expr) -> bool:
         return True
     parent = node.parent
     if isinstance(node, exp.Select):
-        # IN (SELECT ...) puts the Select straight under In; FROM subqueries wrap it in Subquery.
-        return isinstance(parent, exp.In)
+        # a SELECT is a relation under a Subquery (FROM, JOIN, IN), a set operation or a CTE;
+        # sqlglot puts it straight under anything else (ALL, ARRAY, EXISTS: see above)
+        return parent is not None and not isinstance(parent, (exp.Subquery, exp.SetOperation, exp.CTE))
     if isinstance(node, exp.Subquery):
         return not isinstance(parent, (exp.From, exp.Join, exp.CTE, exp.Union, exp.Subquery)) and not (
             isinstance(parent, exp.Table)

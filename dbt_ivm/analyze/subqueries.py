@@ -29,11 +29,22 @@ from dbt_ivm.ir import (
 )
 from dbt_ivm.render import conjuncts
 
-HINT = "write it as a join, or use materialized='table'"
 # what can be written instead of a subquery that aggregates (a join to a grouped subquery is refused too)
 OWN_MODEL_HINT = (
     "compute the subquery in a fast_mv model of its own and read that model with ref() instead (a fast_mv "
     "can read another; a one-row aggregate by a CROSS JOIN), or use materialized='table'"
+)
+# Spark SQL parses no ANY/ALL over a subquery: the model cannot run as written
+QUANTIFIED_HINT = (
+    "Spark SQL has no ANY/ALL over a subquery: write `x = ANY (subquery)` as `x IN (subquery)` and "
+    "`x <> ALL (subquery)` as `x NOT IN (subquery)`, which fast_mv maintains; another comparison "
+    "(`x > ALL (…)`) needs the subquery's MIN or MAX: compute it in a fast_mv model of its own and read "
+    "that model with ref() (a one-row aggregate by a CROSS JOIN), or use materialized='table'"
+)
+# a test inside a test: its inner query can be a model of its own, which the outer test reads
+NESTED_HINT = (
+    "compute the inner query, with its own EXISTS or IN, in a fast_mv model of its own and test against "
+    "that model with ref() instead (a fast_mv can read another), or use materialized='table'"
 )
 CORRELATION_HINT = (
     "correlate the subquery by equalities of its columns with the outer query's only (s.k = r.k), or use "
@@ -73,7 +84,7 @@ def check_subquery(node: exp.Expr) -> None:
     or IN test in a WHERE, and in no other subquery; anything else is refused by name."""
     test = node if isinstance(node, exp.Exists) else node.parent
     if isinstance(test, (exp.Any, exp.All)):
-        raise refuse(f"{test.key.upper()} (subquery) {snippet(test)}", test, HINT)
+        raise refuse(f"{test.key.upper()} (subquery) {snippet(test)}", test, QUANTIFIED_HINT)
     if test is None or _test_query(test) is None:
         raise refuse(f"scalar subquery {snippet(node)}", node, OWN_MODEL_HINT)
     place = test.parent
@@ -86,7 +97,7 @@ def check_subquery(node: exp.Expr) -> None:
     outer = place.parent
     while outer is not None:
         if _test_query(outer) is not None:
-            raise refuse(f"a subquery inside a subquery ({snippet(test)})", test, HINT)
+            raise refuse(f"a subquery inside a subquery ({snippet(test)})", test, NESTED_HINT)
         outer = outer.parent
 
 

@@ -1675,6 +1675,16 @@ REFUSED: list[Refused] = [
         "select id from eq_shop.orders where customer_id = any (select id from eq_shop.customers)",
         "ANY (subquery)",
     ),
+    no(  # sqlglot puts ALL's SELECT under it unwrapped: once taken for one source, db.customers unread
+        "all_subquery",
+        "select id from eq_shop.orders where customer_id > all (select id from eq_shop.customers)",
+        "ALL (subquery)",
+    ),
+    no(  # a SELECT straight under a function, as sqlglot reads ARRAY(SELECT …): a subquery all the same
+        "array_subquery",
+        "select id, array(select id from eq_shop.customers) as ids from eq_shop.orders",
+        "scalar subquery",
+    ),
     no(
         "subquery_in_having",
         "select status, count(*) as n from eq_shop.orders group by status "

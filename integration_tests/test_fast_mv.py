@@ -194,20 +194,19 @@ class TestFastMvAggregates:
         assert multiset(spark, f"select * from {schema}.distinct_statuses") == multiset(
             spark, f"select distinct status from {schema}.orders"
         )
-        # a group that empties is deleted; the global row stays at count 0
-        spark.sql(f"DELETE FROM {schema}.orders")
-        msgs = messages(run_dbt(["run", "--threads", "2"]))
-        assert all(REFRESHED.match(m) for m in msgs.values()), msgs
-        assert [tuple(r) for r in spark.table(f"{schema}.order_stats").collect()] == [(0, None, None)]
-        assert spark.table(f"{schema}.status_counts").count() == 0
-        assert_tests_pass(len(AGGREGATE_MODELS))
+        # (groups that empty, and the global row over no rows: `test_engine_spark`, the harness's counts)
+
+
+# the parenthesized join on the null-supplied side is the outer sample's `o_paren` (the engine's
+# statements do not depend on dbt)
+OUTER_DBT = {name: sql for name, sql in OUTER_MODELS.items() if name != "customer_order_regions"}
 
 
 @pytest.mark.usefixtures("shop_sources")
 class TestFastMvOuterJoins:
     @pytest.fixture(scope="class")
     def models(self):
-        return shop_models(OUTER_MODELS)
+        return shop_models(OUTER_DBT)
 
     def test_build_refresh_and_consistency(self, project, spark):
         """Padded rows appear when a customer's last order goes and vanish when its first comes."""
@@ -222,8 +221,8 @@ class TestFastMvOuterJoins:
             spark.sql(statement.format(**{t: f"{schema}.{t}" for t in SHOP_TABLES}))
         msgs = messages(run_dbt(["run", "--threads", "2"]))
         assert all(REFRESHED.match(m) for m in msgs.values()), msgs
-        assert_tests_pass(len(OUTER_MODELS))
-        for name in ("customer_orders", "customer_order_regions", "orders_full_customers"):
+        assert_tests_pass(len(OUTER_DBT))
+        for name in ("customer_orders", "orders_full_customers"):
             assert_view_matches_model(spark, schema, name, OUTER_MODELS[name])
         rows = multiset(spark, f"select name, order_id from {schema}.customer_orders where name in ('ann', 'eve')")
         assert rows == Counter({("ann", None): 1, ("eve", 9): 1, ("eve", 20): 1})

@@ -46,9 +46,9 @@ def stored_rows(spark) -> int:
     return spark.sql(f"select sum(__ivm_count) from {DB}.v__ivm").collect()[0][0] or 0
 
 
-# Each change reaches a different refresh path of the interrupted run.
+# Each change reaches a different refresh path of the interrupted run (a MERGE's: the OPTIMIZE
+# and full-refresh races below).
 PATHS = {
-    "merge": f"update {DB}.o set amt = amt + 1 where id % 10 = 3",
     "insert": f"insert into {DB}.o values (1000, 1, 9.5), (1001, 2, 8.5)",
     "net zero": f"update {DB}.o set amt = amt where id < 10",  # pre and post images cancel
 }
@@ -158,7 +158,7 @@ def concurrent_rounds(spark, spark_db, rounds: int, seed: int = 7) -> dict[str, 
 
         threads = [
             threading.Thread(target=run, args=(False,)),
-            threading.Thread(target=run, args=(n % 3 == 2,)),
+            threading.Thread(target=run, args=(n % 3 == 1,)),
             threading.Thread(target=writer),
         ]
         for t in threads:
@@ -173,8 +173,8 @@ def concurrent_rounds(spark, spark_db, rounds: int, seed: int = 7) -> dict[str, 
 
 
 def test_two_refreshes_at_once_with_writers(spark, spark_db, sources):
-    outcomes = concurrent_rounds(spark, spark_db, rounds=3)
-    assert sum(outcomes.values()) == 6
+    outcomes = concurrent_rounds(spark, spark_db, rounds=2)  # two refreshes, then a refresh and a rebuild
+    assert sum(outcomes.values()) == 4
 
 
 @pytest.mark.stress

@@ -47,10 +47,29 @@ from tests.harness import (
 pytestmark = pytest.mark.spark
 
 # The in-suite sample: a fixed-seed prefix of each family's stress run, sized to the suite's time
-# budget (the outer family's one round still takes every flip and compensation path).
-SAMPLE = {"single": 2, "joins": 1, "keyed": 1, "aggregates": 1, "outer": 1, "coerced": 1, "using": 1}
-SAMPLE |= {"merged": 2, "windows": 1, "chains": 1}  # merged: its first round changes none of its sources
+# budget (the outer family's one round still takes every flip and compensation path). Not in it
+# (`--stress` and `--rounds` run them): `single` (the joins' rules, one source), `keyed` (its
+# append paths are `test_engine_spark`'s appends under a unique key and above the stored keys),
+# `coerced` (`test_keys_and_tolerance`'s cast join key), `using` (the same views with the rows that
+# tell the readings apart, `test_engine_spark`), `merged` (the merges are analysis, held to Spark
+# by `test_normalize_equivalence`; the merged views refresh as joins and outer joins), `chains`
+# (its sample's round refreshed 1 of 11 views; chains refresh in `integration_tests/test_chains.py`,
+# the TPC-DI project and the setops sample's `o_chain`).
+SAMPLE = {"joins": 1, "aggregates": 1, "outer": 1, "windows": 1}
 SAMPLE |= {"subqueries": 1, "setops": 1, "calculated": 1, "unions": 1}
+# seed 7 but where its first round misses a kind of change: the windows' round 0 inserts only
+SAMPLE_SEEDS = {"windows": 25}  # inserts, updates and deletes in w
+# Views left out of a family's sample: each takes a path another view of the sample takes.
+SAMPLE_SKIP = {
+    "joins": {"j_three", "j_self", "j_comma"},  # j_five's terms, j_self3's self-join, j_two's equi-join
+    "aggregates": {"a_key_not_shown"},  # a group key is stored whether shown or not: a_all's path
+    "subqueries": {"q_in"},  # q_exists's positive correlation-key test
+    # the calculated SELECT is merged into the aggregate: a_having's, a_join's, o_agg_full's refresh
+    "calculated": {"c_case", "c_join", "c_chain", "c_left"},
+    # u_self's tables do not change in the sample's round; u_cte_where is `test_setops_spark`'s `u`;
+    # u_two_unions distributes a join over the feeds as u_join does
+    "unions": {"u_self", "u_cte_where", "u_join"},
+}
 # x4, x9, x3, x13, x15, x5, x15, x14 views: 240 + 1035 + 450 + 1040 + 1125 + 500 + 525 + 630 checks
 STRESS = {
     "chains": 45,
@@ -95,12 +114,14 @@ def _run(spark, spark_db, family: Family, rounds: int, seed: int, minutes: float
 
 
 def sampled(family: Family) -> Family:
-    """`family` with every other view and the family's views those read, if it has SAMPLE_ALL or more."""
-    if len(family.views) < SAMPLE_ALL:
-        return family
+    """`family` without its SAMPLE_SKIP views, with every other view if it has SAMPLE_ALL or more,
+    and the family's views those read."""
+    skip = SAMPLE_SKIP.get(family.name, set())
     by_name = {v.name: v for v in family.views}
+    assert skip <= by_name.keys(), skip - by_name.keys()
     kept: set[str] = set()
-    todo = [v.name for v in family.views[::2]]
+    views = family.views[::2] if len(family.views) >= SAMPLE_ALL else family.views
+    todo = [v.name for v in views if v.name not in skip]
     while todo:
         name = todo.pop()
         if name not in kept:
@@ -109,7 +130,7 @@ def sampled(family: Family) -> Family:
     return dataclasses.replace(family, views=tuple(v for v in family.views if v.name in kept))
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.name in SAMPLE], ids=lambda f: f.name)
 def test_randomized_sample(spark, spark_db, family, request):
     rounds = request.config.getoption("--rounds")
     _run(
@@ -117,7 +138,7 @@ def test_randomized_sample(spark, spark_db, family, request):
         spark_db,
         family if rounds else sampled(family),
         rounds or SAMPLE[family.name],
-        request.config.getoption("--seed") or 7,
+        request.config.getoption("--seed") or SAMPLE_SEEDS.get(family.name, 7),
     )
 
 
@@ -184,16 +205,11 @@ def _drop_deletes(monkeypatch) -> None:
     monkeypatch.setattr(changes, "change_select", without_deletes)
 
 
-def test_harness_catches_dropped_deletes(spark, spark_db, monkeypatch):
-    _drop_deletes(monkeypatch)
-    family = Family("broken_del", (T,), (View("v", "SELECT * FROM {db}.t"),))
-    assert _mismatches(spark, spark_db, family, 12, seed=3) > 0
-
-
 def test_harness_catches_a_consistency_test_that_disagrees(spark, spark_db, monkeypatch):
     """`agree` holds the consistency test's query to the harness's own comparison: blind on a
     view that differs (the verdict of its last comparison), or finding rows where nothing differs
-    (a view built and never compared, read again)."""
+    (a view built and never compared, read again). On the way, the harness catches a refresh
+    whose change feeds lost their delete rows."""
     family = Family("broken_agree", (T,), (View("v", "SELECT * FROM {db}.t"),))
     harness = Harness(spark, spark_db, family, 3)
     try:
@@ -226,19 +242,6 @@ def test_harness_catches_value_ranges_that_leave_out_nulls(spark, spark_db, monk
     monkeypatch.setattr(joins, "value_ranges", without_nulls)
     family = Family("broken_ranges", (T,), (View("v", "SELECT k, v FROM {db}.t"),))
     assert _breaks(spark, spark_db, family, 12, seed=3)
-
-
-def test_harness_catches_join_terms_narrowed_past_their_change_rows(spark, spark_db, monkeypatch):
-    """The other source of a term narrowed to the change set's smallest key only: the rows that
-    join its other change rows are lost (the real pieces keep every row a change row can join)."""
-    original = joins.key_ranges
-
-    def smallest_only(staged, keys, rows):  # the first piece's smallest key (`keys.key_pieces`)
-        return original(staged, keys, [{k: r[k.replace("hi_", "lo_")] for k in r} for r in rows if r["p"] == 0])
-
-    monkeypatch.setattr(joins, "key_ranges", smallest_only)
-    family = Family("broken_keys", (A, B), (View("j", "SELECT a.k, a.v, b.w FROM {db}.a JOIN {db}.b ON a.k = b.k"),))
-    assert _mismatches(spark, spark_db, family, 15, seed=5) > 0
 
 
 def test_harness_catches_a_kept_lost_extreme(spark, spark_db, monkeypatch):
@@ -363,7 +366,7 @@ def test_harness_catches_a_counted_compensation_at_the_wrong_version(spark, spar
 def test_harness_catches_outer_join_terms_narrowed_past_their_change_rows(spark, spark_db, monkeypatch):
     """Over an outer join, each side of a term (and the changed side's compensation reads)
     narrowed to the change set's smallest key only: matches and padded rows of the other change
-    rows are lost or made up."""
+    rows are lost or made up (an inner join's terms narrow by the same `joins.key_ranges`)."""
     original = joins.key_ranges
 
     def smallest_only(staged, keys, rows):  # the first piece's smallest key (`keys.key_pieces`)

@@ -41,7 +41,17 @@ from dbt_ivm.analyze.functions import ALGEBRAIC_AGGREGATES, aggregate_calls
 from dbt_ivm.analyze.join_tree import join_tree, simplify_outer_joins
 from dbt_ivm.analyze.normalization import normalize
 from dbt_ivm.analyze.ordering import orderings, split_order
-from dbt_ivm.analyze.parsing import DIALECT, Schema, parse, schema_key, source_references, source_tables
+from dbt_ivm.analyze.parsing import (
+    DIALECT,
+    Schema,
+    parse,
+    refuse,
+    schema_key,
+    snippet,
+    source_references,
+    source_tables,
+    table_name,
+)
 from dbt_ivm.analyze.refusals import check_constructs, check_groups, check_merged
 from dbt_ivm.analyze.written_out import written_out
 from dbt_ivm.errors import UnsupportedView
@@ -73,13 +83,29 @@ def analyze(model: str | exp.Expr, schema: Schema, functions: Iterable[str] = ()
     raw = written_out(parse(model) if isinstance(model, str) else model)
     _check_columns(raw, schema)
     if isinstance(raw, exp.SetOperation):
-        return setops.set_plan(raw, lambda branch: analyze(branch, schema, declared))
+        return _every_source_followed(raw, setops.set_plan(raw, lambda branch: analyze(branch, schema, declared)))
     raw, order = split_order(raw)
-    plan = _select_plan(raw, schema, declared)
+    plan = _every_source_followed(raw, _select_plan(raw, schema, declared))
     if order is None:
         return plan
     assert isinstance(raw, exp.Select)  # `split_order` takes an ORDER BY off a SELECT only
     return dataclasses.replace(plan, order=orderings(order, raw, plan.outputs))
+
+
+def _every_source_followed(raw: exp.Expr, plan: ViewPlan) -> ViewPlan:
+    """`plan`, if every table the model names is a source whose changes the refresh reads; a table
+    read where the analysis did not take the query apart (a SELECT inside an expression) would
+    never refresh the view: refused."""
+    followed = {t.key for t in plan.tables}
+    for ref in source_references(raw):
+        if table_name(ref).key not in followed:
+            place = ref.find_ancestor(exp.Select) or ref
+            raise refuse(
+                f"table {table_name(ref)} read where fast_mv would not follow its changes ({snippet(place)})",
+                ref,
+                "read it in the FROM, a JOIN or an EXISTS/IN test in the WHERE, or use materialized='table'",
+            )
+    return plan
 
 
 def _check_columns(raw: exp.Expr, schema: Schema) -> None:

@@ -213,6 +213,16 @@ def test_any_all_and_nested_subqueries_are_refused_with_what_is_accepted_instead
     assert accepted.view_class is ViewClass.SEMI_JOIN
 
 
+def test_a_table_read_where_the_refresh_would_not_follow_it_is_refused(monkeypatch):
+    """The last guard of `analyze`: were a subquery's SELECT taken for no subquery (as ALL's was,
+    which sqlglot leaves unwrapped), its table would be read and never followed: refused."""
+    from dbt_ivm.analyze import refusals
+
+    monkeypatch.setattr(refusals, "check_subquery", lambda node: None)
+    with pytest.raises(UnsupportedView, match=r"table db\.c read where fast_mv would not follow its changes"):
+        analyze("select id from db.o where cust > all (select cid from db.c)", SCHEMA)
+
+
 def test_a_test_over_a_window_or_aggregate_relation_is_refused_as_such():
     """Not as a FROM subquery that could not be merged: the message names the test and the
     relation, and says to chain two models."""

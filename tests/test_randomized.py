@@ -48,7 +48,7 @@ pytestmark = pytest.mark.spark
 
 # The in-suite sample: a fixed-seed prefix of each family's stress run, sized to the suite's time
 # budget (the outer family's one round still takes every flip and compensation path). Not in it
-# (`--stress` and `--rounds` run them): `single` (the joins' rules, one source), `keyed` (its
+# (`--stress` runs them): `single` (the joins' rules, one source), `keyed` (its
 # append paths are `test_engine_spark`'s appends under a unique key and above the stored keys),
 # `coerced` (`test_keys_and_tolerance`'s cast join key), `using` (the same views with the rows that
 # tell the readings apart, `test_engine_spark`), `merged` (the merges are analysis, held to Spark

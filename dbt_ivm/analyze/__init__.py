@@ -98,10 +98,10 @@ def _every_source_followed(raw: exp.Expr, plan: ViewPlan) -> ViewPlan:
     never refresh the view: refused."""
     followed = {t.key for t in plan.tables}
     for ref in source_references(raw):
-        if table_name(ref).key not in followed:
+        if (name := table_name(ref)).key not in followed:
             place = ref.find_ancestor(exp.Select) or ref
             raise refuse(
-                f"table {table_name(ref)} read where fast_mv would not follow its changes ({snippet(place)})",
+                f"table {name} read where fast_mv would not follow its changes ({snippet(place)})",
                 ref,
                 "read it in the FROM, a JOIN or an EXISTS/IN test in the WHERE, or use materialized='table'",
             )
